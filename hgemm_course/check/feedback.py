@@ -1,0 +1,152 @@
+"""The feedback format every checker shares: one result type, one failure type, one way to
+call a learner's function and read back what it returned.
+
+A checker calls the learner's function through :class:`Learner`, turns each return value
+into plain ints with :func:`as_int` / :func:`as_int_pair`, and raises :class:`Failure` at the
+first wrong answer. :func:`hgemm_course.check.check` turns that into a :class:`CheckResult`.
+No learner mistake ever escapes as a traceback: an exception inside the learner's code
+becomes a failure naming the call, the exception and the learner's file and line.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from numbers import Integral
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass
+class CheckResult:
+    """What a checker found.
+
+    ``message`` explains the verdict; ``first_failure`` holds the first wrong input with the
+    expected and the returned value (``None`` when the exercise passes or could not be run);
+    ``figure`` is the path of the picture saved with ``draw=True``.
+    """
+
+    exercise: str
+    passed: bool
+    message: str
+    first_failure: dict | None = None
+    figure: Path | None = None
+
+    def __str__(self) -> str:
+        lines = [f"{self.exercise}: {'PASS' if self.passed else 'FAIL'}"]
+        lines += ["  " + line if line else "" for line in self.message.splitlines()]
+        if self.figure is not None:
+            lines.append(f"  Picture (yours next to the reference): {self.figure}")
+        return "\n".join(lines)
+
+
+class Failure(Exception):
+    """The learner's answer is wrong (or could not be obtained); ``message`` says why."""
+
+    def __init__(self, message: str, first_failure: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.first_failure = first_failure
+
+
+def format_call(name: str, args: dict[str, Any]) -> str:
+    """``swizzle_128b(row=3, chunk=0)``."""
+    return f"{name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+
+
+def mismatch(call: str, args: dict[str, Any], expected: Any, got: Any, why: str = "") -> Failure:
+    """The common failure: ``call`` returned ``got`` where ``expected`` was right."""
+    message = f"{call}: expected {expected!r}, got {got!r}."
+    if why:
+        message += "\n" + why
+    return Failure(message, {"input": args, "expected": expected, "got": got})
+
+
+class Learner:
+    """A learner's function, called so that any mistake becomes a :class:`Failure`."""
+
+    def __init__(self, func: Callable, source: Path | None = None):
+        self.func = func
+        self.name = getattr(func, "__name__", "the function")
+        self.source = source
+
+    def __call__(self, **kwargs: Any) -> Any:
+        try:
+            return self.func(**kwargs)
+        except NotImplementedError as exc:
+            hint = str(exc) or "fill in the TODO"
+            raise Failure(
+                f"{self.name} is not written yet (it raises NotImplementedError).\nHint: {hint}",
+                {"input": kwargs, "expected": None, "got": "NotImplementedError"},
+            ) from None
+        except Exception as exc:  # the learner's bug, reported as such
+            where = _learner_frame(exc, self.source)
+            raise Failure(
+                f"{format_call(self.name, kwargs)} raised {type(exc).__name__}: {exc}{where}",
+                {"input": kwargs, "expected": None, "got": f"{type(exc).__name__}: {exc}"},
+            ) from None
+
+
+def _learner_frame(exc: BaseException, source: Path | None) -> str:
+    """`` (at FILE, line N: CODE)`` for the deepest frame in the learner's file."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # frame 0 is Learner.__call__
+    if source is not None:
+        mine = [f for f in frames if Path(f.filename).resolve() == source.resolve()]
+        frames = mine or frames
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f": {frame.line.strip()}" if frame.line else ""
+    return f"\n  at {frame.filename}, line {frame.lineno}{code}"
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def as_int(value: Any, call: str, args: dict[str, Any], what: str = "an int") -> int:
+    """``value`` as a Python int (numpy ints fine); anything else is a clear failure."""
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
+    hint = ""
+    if isinstance(value, float):
+        hint = " Use integer division (//), not /: index math stays in ints."
+    raise Failure(
+        f"{call} returned {value!r} ({_type_name(value)}); it must return {what}.{hint}",
+        {"input": args, "expected": what, "got": value},
+    )
+
+
+def as_int_pair(value: Any, call: str, args: dict[str, Any], what: str) -> tuple[int, int]:
+    """``value`` as a tuple of two Python ints; ``what`` names the pair, e.g. ``(row, col)``."""
+    want = f"a tuple of two ints {what}"
+    try:
+        items = list(value)
+    except TypeError:
+        items = None
+    if items is None or len(items) != 2 or isinstance(value, (str, bytes, dict)):
+        raise Failure(
+            f"{call} returned {value!r} ({_type_name(value)}); it must return {want}.",
+            {"input": args, "expected": want, "got": value},
+        )
+    return tuple(as_int(v, call, args, want) for v in items)  # type: ignore[return-value]
+
+
+def passed_message(cases: int, what: str, extra: str = "") -> str:
+    """The one-line success note: how much was checked, and what it means."""
+    message = f"All {cases} cases right: {what}."
+    return message + ("\n" + extra if extra else "")
+
+
+@dataclass
+class Exercise:
+    """One exercise: the function the learner writes and how it is checked.
+
+    ``verify(learner)`` returns the success message or raises :class:`Failure`;
+    ``draw(learner, path)`` (optional) saves the learner's map next to the reference.
+    """
+
+    name: str
+    function: str
+    description: str
+    verify: Callable[[Learner], str]
+    draw: Callable[[Callable, Path], Path] | None = field(default=None)

@@ -1,0 +1,335 @@
+"""The ``hgemm-course`` command: one entry point, every subcommand on the same machinery."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import device
+
+TOUR_SIM_SHAPE = (48, 40, 72)        # M, N, K: tails in every dimension, small enough for the simulator
+DEFAULT_BENCH_SIZES = (1024, 2048, 4096, 8192)
+
+
+def _print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+def _parse_size(text: str):
+    parts = [int(p) for p in text.lower().replace("*", "x").split("x")]
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: give n (for n x n x n) or MxNxK.")
+    return tuple(parts)
+
+
+# ---------------------------------------------------------------- subcommands
+
+
+def cmd_doctor(args) -> int:
+    report = device.machine_report()
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        print(device.format_report(report))
+    return 0
+
+
+def cmd_list(args) -> int:
+    from . import rungs
+
+    items = rungs()
+    if args.json:
+        _print_json(items)
+        return 0
+    for r in items:
+        sim = ", runs under CUDASIM" if r["cudasim"] else ""
+        print(f"{r['rung']}  {r['slug']:<11} {r['title']}  [{r['needs']}{sim}]")
+    return 0
+
+
+def compile_report_rows() -> list[dict]:
+    """Compile every NVRTC rung for its target; one row per kernel with the resource report."""
+    from .build import CompileError
+    from .ladder import registry
+
+    rows = []
+    for rung in registry().values():
+        if rung.backend != "nvrtc":
+            continue
+        from .build import compile_cuda
+
+        try:
+            module = compile_cuda(rung.source, name_expressions=rung.name_expressions, arch=rung.arch)
+        except CompileError as exc:
+            rows.append({"rung": rung.id, "kernel": rung.source, "error": str(exc).splitlines()[0]})
+            continue
+        for expr in rung.name_expressions:
+            res = module.resources_of(expr)
+            rows.append({"rung": rung.id, "kernel": expr, "arch": rung.arch, "registers": res.registers,
+                         "smem_static": res.smem_static, "smem_dynamic": rung.extra.get("smem_bytes", 0),
+                         "spill_bytes": res.spills, "stack_frame": res.stack_frame})
+    return rows
+
+
+def format_compile_rows(rows) -> str:
+    lines = [f"{'rung':<5} {'kernel':<48} {'regs':>5} {'smem':>8} {'dyn smem':>9} {'spills':>7}"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['rung']:<5} {r['kernel']:<48} COMPILE ERROR: {r['error']}")
+        else:
+            lines.append(f"{r['rung']:<5} {r['kernel'][:48]:<48} {r['registers']:>5} {r['smem_static']:>8} "
+                         f"{r['smem_dynamic']:>9} {r['spill_bytes']:>7}")
+    return "\n".join(lines)
+
+
+def cmd_compile(args) -> int:
+    rows = compile_report_rows()
+    if args.json:
+        _print_json(rows)
+    else:
+        print(format_compile_rows(rows))
+    return 1 if any("error" in r for r in rows) else 0
+
+
+def cmd_verify(args) -> int:
+    from .harness import verify
+    from .ladder import get, registry
+
+    ids = args.rungs or list(registry())
+    sizes = args.sizes or [(257, 129, 64), 1024]
+    failed = 0
+    for rid in ids:
+        for size in sizes:
+            M, N, K = (size, size, size) if isinstance(size, int) else size
+            try:
+                result = verify(get(rid), M, N, K, seed=args.seed)
+            except ValueError as exc:
+                print(f"rung {rid} {M}x{N}x{K}: refused: {exc}")
+                continue
+            print(result.summary())
+            failed += not result.passed
+    return 1 if failed else 0
+
+
+def cmd_bench(args) -> int:
+    from .harness import VerificationError, bench, format_table
+    from .results import write_run
+
+    from .ladder import registry
+
+    ids = args.rungs or list(registry())
+    try:
+        records = bench(ids, args.sizes or DEFAULT_BENCH_SIZES, repeats=args.repeats, progress=not args.json)
+    except VerificationError as exc:
+        print(f"verification failed, nothing timed: {exc}", file=sys.stderr)
+        return 1
+    path = write_run(records, folder=args.out_dir)
+    from .results import load_records
+
+    out = [r for r in load_records(path.parent) if r["file"] == path.name]
+    if args.json:
+        _print_json(out)
+    else:
+        print(format_table(records))
+        print(f"\nwritten to {path}")
+    return 0
+
+
+def cmd_results(args) -> int:
+    from .harness import format_table
+    from .results import load_records
+
+    records = load_records(args.dir)
+    if args.json:
+        _print_json(records)
+        return 0
+    if not records:
+        print("No recorded results yet (run `hgemm-course bench` on a GPU).")
+        return 0
+    files = sorted({(r["file"], r["date"], r["gpu"]) for r in records})
+    print("Recorded results (not measured now):")
+    for name, date, gpu in files:
+        print(f"  {name}: {gpu}, {date}")
+    print(format_table(records))
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .ladder import get
+
+    old, new = get(args.a), get(args.b)
+    a_path, b_path = old.kernel_path, new.kernel_path
+    if a_path is None or b_path is None:
+        print("Both rungs need a kernel source to diff.", file=sys.stderr)
+        return 2
+    diff = difflib.unified_diff(
+        a_path.read_text().splitlines(keepends=True), b_path.read_text().splitlines(keepends=True),
+        fromfile=a_path.name, tofile=b_path.name, n=args.context)
+    sys.stdout.writelines(diff)
+    return 0
+
+
+def cmd_viz(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .viz import FIGURES
+
+    if args.name not in FIGURES:
+        print(f"No figure {args.name!r}; choose one of: {', '.join(FIGURES)}", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"{args.name}.png")
+    FIGURES[args.name]().savefig(out, dpi=120, bbox_inches="tight")
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .check import EXERCISES, run_check
+
+    if args.list or not args.exercise:
+        for name, text in EXERCISES.items():
+            print(f"{name:<18} {text}")
+        return 0
+    return run_check(args.exercise, args.path)
+
+
+def cmd_tour(args) -> int:
+    report = device.machine_report()
+    print(device.format_report(report))
+    print("\n== Every CUDA kernel compiled for its target (NVRTC, no GPU needed) ==")
+    rows = compile_report_rows()
+    print(format_compile_rows(rows))
+    failures = sum("error" in r for r in rows)
+    if report.gpu is None:
+        failures += _tour_without_gpu()
+    else:
+        failures += _tour_with_gpu(args)
+    print("\n== Recorded H200 results (from results/, not measured now) ==")
+    cmd_results(argparse.Namespace(json=False, dir=None))
+    return 1 if failures else 0
+
+
+def _tour_without_gpu() -> int:
+    print("\n== Rungs 01-02 under the Numba CUDA simulator (no GPU here) ==")
+    if "numba" in sys.modules and not device.cudasim_enabled():
+        print("Numba was imported before the simulator could be switched on; run `NUMBA_ENABLE_CUDASIM=1 hgemm-course tour`.")
+        return 1
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    from .harness import verify
+    from .ladder import registry
+
+    failed = 0
+    for rung in registry().values():
+        if rung.cudasim:
+            result = verify(rung, *TOUR_SIM_SHAPE)
+            print(result.summary() + "  (simulated)")
+            failed += not result.passed
+    return failed
+
+
+def _tour_with_gpu(args) -> int:
+    from .harness import VerificationError, bench, format_table
+    from .ladder import registry
+    from .results import write_run
+
+    print("\n== Verify and time every rung against cuBLAS ==")
+    try:
+        records = bench(list(registry()), args.sizes or DEFAULT_BENCH_SIZES, repeats=30)
+    except VerificationError as exc:
+        print(f"verification failed: {exc}")
+        return 1
+    path = write_run(records)
+    print(format_table(records))
+    print(f"written to {path}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .viz import FIGURES
+
+    FIGURES["ladder"]().savefig("ladder.png", dpi=120, bbox_inches="tight")
+    print("plot: ladder.png")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hgemm-course", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("doctor", help="what GPU, toolchain and packages this machine has")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_doctor)
+
+    s = sub.add_parser("list", help="the rungs of the ladder")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_list)
+
+    s = sub.add_parser("tour", help="the main job: doctor, compile, verify (and time, on a GPU), results")
+    s.add_argument("--sizes", nargs="+", type=_parse_size)
+    s.set_defaults(fn=cmd_tour)
+
+    s = sub.add_parser("compile", help="compile every CUDA rung for sm_90a and print the resource report")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_compile)
+
+    s = sub.add_parser("verify", help="run rungs on random inputs and compare with an FP32 reference")
+    s.add_argument("rungs", nargs="*")
+    s.add_argument("--sizes", nargs="+", type=_parse_size)
+    s.add_argument("--seed", type=int)
+    s.set_defaults(fn=cmd_verify)
+
+    s = sub.add_parser("bench", help="verify, then time rungs against cuBLAS; writes results/*.json")
+    s.add_argument("rungs", nargs="*")
+    s.add_argument("--sizes", nargs="+", type=_parse_size)
+    s.add_argument("--repeats", type=int, default=30)
+    s.add_argument("--out-dir", type=Path)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("results", help="the recorded GPU results")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--dir", type=Path)
+    s.set_defaults(fn=cmd_results)
+
+    s = sub.add_parser("diff", help="unified diff of two rungs' kernel sources")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("-U", "--context", type=int, default=3)
+    s.set_defaults(fn=cmd_diff)
+
+    s = sub.add_parser("viz", help="draw one of the course's figures")
+    s.add_argument("name")
+    s.add_argument("--out")
+    s.set_defaults(fn=cmd_viz)
+
+    s = sub.add_parser("check", help="check your solution of an exercise")
+    s.add_argument("exercise", nargs="?")
+    s.add_argument("--path")
+    s.add_argument("--list", action="store_true")
+    s.set_defaults(fn=cmd_check)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        print(f"hgemm-course {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:          # `hgemm-course list --json | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

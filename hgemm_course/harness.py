@@ -1,0 +1,262 @@
+"""Verify, then time: the course's only way of running a kernel for a number.
+
+``verify`` draws fresh random fp16 inputs on every call (never zeros), poisons C
+with NaN before the launch, and compares with an FP32 reference by relative
+error, counting elements the kernel left unwritten. ``bench`` verifies each rung
+at each size first, then times it with CUDA events against cuBLAS
+(``cupy.matmul`` on float16) in the same process, rotating several input sets
+when A and B together would stay in L2.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import device
+from .ladder import Rung, get
+
+# fp16 output rounding alone gives a relative error near 2^-11 / sqrt(3) = 2.8e-4;
+# FP32 accumulation in another order adds far less. Anything past these is a bug.
+REL_FRO_TOL = 1e-3
+MAX_ERR_TOL = 4e-3   # max |C - ref| over max |ref|
+
+
+class VerificationError(AssertionError):
+    """A rung computed the wrong thing. The message names the first wrong element."""
+
+
+@dataclass
+class VerifyResult:
+    rung: str
+    M: int
+    N: int
+    K: int
+    seed: int
+    rel_fro_err: float
+    max_err: float
+    nonfinite: int                  # NaN (unwritten: C was poisoned) or inf elements
+    first_bad: dict | None = None   # {"row", "col", "expected", "got"}
+    backend: str = "gpu"
+
+    @property
+    def passed(self) -> bool:
+        return self.nonfinite == 0 and self.rel_fro_err <= REL_FRO_TOL and self.max_err <= MAX_ERR_TOL
+
+    def summary(self) -> str:
+        verdict = "ok" if self.passed else "FAILED"
+        text = (f"rung {self.rung} {self.M}x{self.N}x{self.K}: {verdict}  rel. error {self.rel_fro_err:.2e}, "
+                f"max error {self.max_err:.2e}, unwritten/non-finite {self.nonfinite}")
+        if not self.passed and self.first_bad:
+            b = self.first_bad
+            text += f"; first wrong element C[{b['row']}, {b['col']}] expected {b['expected']:.5g} got {b['got']:.5g}"
+        return text
+
+    def raise_if_failed(self) -> "VerifyResult":
+        if not self.passed:
+            raise VerificationError(self.summary() + f" (reproduce with seed={self.seed})")
+        return self
+
+
+def random_inputs(M: int, N: int, K: int, *, seed: int | None = None, xp=np):
+    """Uniform(-1, 1) fp16 A (M,K) and B (K,N); returns (a, b, seed)."""
+    seed = int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is None else seed
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+    return xp.asarray(a), xp.asarray(b), seed
+
+
+def compare(c, reference, *, K: int, rung: str = "?", seed: int = -1, backend: str = "gpu") -> VerifyResult:
+    """Compare an fp16 result with an FP32 reference (NumPy or CuPy arrays)."""
+    c32 = np.asarray(_to_host(c), dtype=np.float32)
+    ref = np.asarray(_to_host(reference), dtype=np.float32)
+    M, N = ref.shape
+    bad_mask = ~np.isfinite(c32)
+    nonfinite = int(bad_mask.sum())
+    diff = np.where(bad_mask, np.inf, np.abs(c32 - ref))
+    ref_norm = float(np.linalg.norm(ref)) or 1.0
+    rel_fro = float(np.linalg.norm(np.where(bad_mask, 0.0, c32 - ref)) / ref_norm) if nonfinite == 0 else math.inf
+    ref_max = float(np.abs(ref).max()) or 1.0
+    max_err = float(diff.max()) / ref_max
+    first_bad = None
+    wrong = bad_mask | (diff > MAX_ERR_TOL * ref_max)
+    if wrong.any():
+        row, col = map(int, np.argwhere(wrong)[0])
+        first_bad = {"row": row, "col": col, "expected": float(ref[row, col]), "got": float(c32[row, col])}
+    return VerifyResult(rung, M, N, K, seed, rel_fro, max_err, nonfinite, first_bad, backend)
+
+
+def _to_host(x):
+    return x.get() if hasattr(x, "get") else x
+
+
+def _use_simulator(rung: Rung) -> bool:
+    if device.cudasim_enabled():
+        if not rung.cudasim:
+            raise RuntimeError(
+                f"Rung {rung.id} ({rung.slug}) does not run under the Numba CUDA simulator "
+                "(NUMBA_ENABLE_CUDASIM=1): only the Numba rungs 01-02 do. Unset the variable on a GPU machine."
+            )
+        return True
+    return False
+
+
+def check_inputs(a, b, rung: Rung) -> tuple[int, int, int]:
+    """Validate a learner's or user's matrices; the messages name the fix."""
+    for name, x in (("a", a), ("b", b)):
+        if not hasattr(x, "dtype") or not hasattr(x, "shape"):
+            raise TypeError(f"{name} must be a NumPy or CuPy array, not {type(x).__name__}.")
+        if x.dtype != np.float16:
+            raise TypeError(f"{name} has dtype {x.dtype}; the GEMM takes float16. Convert with {name}.astype(np.float16).")
+        if x.ndim != 2:
+            raise ValueError(f"{name} is {x.ndim}-D with shape {tuple(x.shape)}; pass a 2-D matrix.")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name} is not C-contiguous (row-major); pass {name}.copy() or np.ascontiguousarray({name}).")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise ValueError(f"Inner dimensions differ: a is {M}x{K}, b is {K2}x{N}; a.shape[1] must equal b.shape[0].")
+    rung.check_shape(M, N, K)
+    return M, N, K
+
+
+def run_rung(rung: Rung, a, b, *, poison: bool = True):
+    """C = A @ B on the rung's device; C is poisoned with NaN first so unwritten elements show."""
+    M, K = a.shape
+    N = b.shape[1]
+    if _use_simulator(rung):
+        c = np.full((M, N), np.nan if poison else 0, dtype=np.float16)
+        rung.launch(a, b, c)
+        return c
+    import cupy
+
+    c = cupy.full((M, N), cupy.nan if poison else 0, dtype=cupy.float16)
+    rung.launch(a, b, c)
+    return c
+
+
+def verify(rung: Rung | str, M: int, N: int, K: int, *, seed: int | None = None) -> VerifyResult:
+    """Run a rung once on fresh random inputs and compare with an FP32 reference."""
+    rung = get(rung) if not isinstance(rung, Rung) else rung
+    rung.check_shape(M, N, K)
+    simulated = _use_simulator(rung)
+    if simulated:
+        xp = np
+    else:
+        device.require_gpu(f"Verifying rung {rung.id}")
+        import cupy as xp
+    a, b, seed = random_inputs(M, N, K, seed=seed, xp=xp)
+    c = run_rung(rung, a, b)
+    reference = xp.matmul(a.astype(xp.float32), b.astype(xp.float32))
+    return compare(c, reference, K=K, rung=rung.id, seed=seed, backend="cudasim" if simulated else "gpu")
+
+
+# ---------------------------------------------------------------- timing
+
+
+@dataclass
+class BenchRecord:
+    rung: str
+    M: int
+    N: int
+    K: int
+    ms: float                  # median over samples
+    tflops: float
+    cublas_ms: float
+    cublas_tflops: float
+    pct_cublas: float
+    samples_ms: list[float] = field(default_factory=list)
+    cublas_samples_ms: list[float] = field(default_factory=list)
+    input_sets: int = 1
+    rel_fro_err: float = 0.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def input_sets_needed(M: int, N: int, K: int, l2_bytes: int, *, factor: int = 4, cap: int = 32) -> int:
+    """Enough distinct (A, B) pairs that cycling through them streams factor x L2 of data."""
+    pair = 2 * (M * K + K * N)
+    return max(1, min(cap, math.ceil(factor * l2_bytes / pair)))
+
+
+def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
+    """Milliseconds per launch, one CUDA event pair around each, inputs rotated."""
+    import cupy
+
+    for i in range(warmup):
+        fn(*inputs[i % len(inputs)])
+    starts = [cupy.cuda.Event() for _ in range(repeats)]
+    ends = [cupy.cuda.Event() for _ in range(repeats)]
+    for i in range(repeats):
+        args = inputs[i % len(inputs)]
+        starts[i].record()
+        fn(*args)
+        ends[i].record()
+    ends[-1].synchronize()
+    return [cupy.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
+
+
+def tflops(M: int, N: int, K: int, ms: float) -> float:
+    return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True) -> list[BenchRecord]:
+    """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process.
+
+    A rung that fails verification raises :class:`VerificationError` before any timing.
+    Sizes past a rung's ``max_bench_size`` are skipped for that rung.
+    """
+    import cupy
+    from tqdm.auto import tqdm
+
+    gpu = device.require_gpu("Benchmarking")
+    rungs = [get(r) if not isinstance(r, Rung) else r for r in rungs]
+    shapes = [(s, s, s) if isinstance(s, int) else tuple(s) for s in sizes]
+    if repeats < 20:
+        raise ValueError(f"repeats={repeats}: a median needs at least 20 timed runs.")
+    jobs = [(shape, rung) for shape in shapes for rung in rungs
+            if rung.max_bench_size is None or max(shape) <= rung.max_bench_size]
+    records = []
+    bar = tqdm(total=len(jobs) + len(shapes), desc="bench", disable=not progress, unit="run")
+    for M, N, K in shapes:
+        n_sets = input_sets_needed(M, N, K, gpu.l2_bytes)
+        sets = []
+        for _ in range(n_sets):
+            a, b, _ = random_inputs(M, N, K, xp=cupy)
+            sets.append((a, b, cupy.empty((M, N), dtype=cupy.float16)))
+
+        def cublas(a, b, c):
+            cupy.matmul(a, b, out=c)
+
+        bar.set_postfix_str(f"cuBLAS {M}x{N}x{K}")
+        cublas_samples = time_launches(cublas, sets, warmup=warmup, repeats=repeats)
+        bar.update()
+        for (shape, rung) in [j for j in jobs if j[0] == (M, N, K)]:
+            bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
+            check = verify(rung, M, N, K).raise_if_failed()
+            samples = time_launches(rung.launch, sets, warmup=warmup, repeats=repeats)
+            # cuBLAS again after each rung, so clock drift over the run shows in both
+            cublas_samples += time_launches(cublas, sets, warmup=1, repeats=repeats)
+            ms, cms = statistics.median(samples), statistics.median(cublas_samples)
+            records.append(BenchRecord(
+                rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms),
+                100.0 * cms / ms, samples, list(cublas_samples), n_sets, check.rel_fro_err))
+            bar.update()
+        del sets
+        cupy.get_default_memory_pool().free_all_blocks()
+    bar.close()
+    return records
+
+
+def format_table(records) -> str:
+    """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS."""
+    rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"]
+    for r in records:
+        r = r if isinstance(r, dict) else r.as_dict()
+        rows.append(f"{r['rung']:<5} {f'''{r['M']}x{r['N']}x{r['K']}''':>20} {r.get('ms', float('nan')):>9.3f} "
+                    f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}%")
+    return "\n".join(rows)
