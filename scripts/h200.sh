@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The course's run on the H200, from the repository root, through the device tool:
+#   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
+# Steps (STEPS env, default all): doctor, gpu tests, bench (SIZES, RUNGS), notebooks.
+# Everything it writes goes under $OUT; results/*.json from the bench come back to commit.
+set -uo pipefail
+OUT=${OUT:-$PWD/.device_out}
+STEPS=${STEPS:-"doctor tests bench notebooks"}
+SIZES=${SIZES:-"1024 2048 4096 8192"}
+RUNGS=${RUNGS:-}
+mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  # numpy 2.4 for numba-cuda 0.30 (the image's 2.5 breaks its launches); nbval and a kernel for notebooks
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+  export PATH=/tmp/site/bin:$PATH
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+hg() { python3 -m hgemm_course.cli "$@"; }
+status=0
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+
+if step doctor; then
+  hg doctor 2>&1 | tee "$OUT/doctor.txt"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/doctor.txt"
+fi
+if step tests; then
+  python3 -m pytest -m gpu tests -q -p no:cacheprovider -x 2>&1 | tee "$OUT/pytest_gpu.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
+if step bench; then
+  # shellcheck disable=SC2086
+  hg bench $RUNGS --sizes $SIZES --out-dir "$OUT" 2>&1 | tee "$OUT/bench.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
+if step notebooks; then
+  python3 scripts/run_notebooks.py --out "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
+  status=$((status | PIPESTATUS[0]))
+  tar czf "$OUT/notebooks.tgz" -C "$OUT" notebooks && rm -rf "$OUT/notebooks"
+fi
+echo "h200.sh finished with status $status"
+exit $status

@@ -1,0 +1,46 @@
+"""Execute every chapter notebook in place of a reader, keeping its outputs (run on the H200).
+
+    python3 scripts/run_notebooks.py --out DIR [chapters/03_*.ipynb ...]
+
+Each executed copy goes to DIR with the same name; a cell that raises stops that
+notebook and the script's exit status says so.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("notebooks", nargs="*", type=Path)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    args = p.parse_args()
+    root = Path(__file__).resolve().parent.parent
+    paths = args.notebooks or sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        start = time.time()
+        try:
+            NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            verdict = "ok"
+        except CellExecutionError as exc:
+            failed.append(path.name)
+            verdict = f"FAILED: {str(exc).splitlines()[-1] if str(exc) else exc!r}"
+        nbformat.write(nb, args.out / path.name)
+        print(f"{path.name}: {verdict} ({time.time() - start:.0f} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+import pytest
+
+from hgemm_course.build import CompileError, compile_cuda, parse_diagnostics, parse_ptxas_report
+
+SOURCE = """\
+#include <cuda_fp16.h>
+template <int N>
+__global__ void reverse(const half* a, half* c) {
+  __shared__ half staged[N];                       // (N,) halves
+  staged[threadIdx.x] = a[threadIdx.x];
+  __syncthreads();
+  c[threadIdx.x] = staged[N - 1 - threadIdx.x];
+}
+"""
+
+
+def test_compiles_for_sm90a_without_a_gpu():
+    module = compile_cuda(SOURCE, name_expressions=["reverse<256>"])
+    assert ".target sm_90a" in module.ptx
+    assert module.cubin[:4] == b"\x7fELF"
+    res = module.resources_of("reverse<256>")
+    assert res.smem_static == 256 * 2
+    assert 0 < res.registers <= 32
+    assert res.spills == 0
+
+
+def test_each_instantiation_gets_its_own_report():
+    module = compile_cuda(SOURCE, name_expressions=["reverse<128>", "reverse<512>"])
+    assert module.resources_of("reverse<128>").smem_static == 256
+    assert module.resources_of("reverse<512>").smem_static == 1024
+    with pytest.raises(KeyError, match="not a kernel"):
+        module.resources_of("reverse<64>")
+
+
+def test_compile_error_names_file_and_line():
+    broken = SOURCE.replace("staged[N - 1 - threadIdx.x]", "staged[N - 1 - lane]")
+    with pytest.raises(CompileError) as info:
+        compile_cuda(broken, name_expressions=["reverse<32>"])
+    err = info.value
+    assert err.errors[0]["line"] == 7
+    assert 'identifier "lane" is undefined' in err.errors[0]["message"]
+    assert ":7:" in str(err).splitlines()[0]
+
+
+def test_snippet_headers_are_on_the_include_path(tmp_path):
+    # ptx_snippets/ and hgemm_course/kernels/ are found without any -I from the caller
+    from hgemm_course.paths import PTX_SNIPPETS_DIR
+
+    headers = sorted(PTX_SNIPPETS_DIR.glob("*.cuh"))
+    if not headers:
+        pytest.skip("no snippet headers yet")
+    src = "".join(f'#include "{h.name}"\n' for h in headers) + "__global__ void empty() {}\n"
+    module = compile_cuda(src, name_expressions=["empty"])
+    assert module.resources_of("empty").registers >= 0
+
+
+def test_ptxas_report_parser_reads_spills_and_stack():
+    log = """ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90a'
+ptxas info    : Function properties for _Z3fooPf
+    48 bytes stack frame, 40 bytes spill stores, 36 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 4096 bytes smem, 380 bytes cmem[0]
+"""
+    res = parse_ptxas_report(log)["_Z3fooPf"]
+    assert (res.registers, res.smem_static, res.stack_frame, res.spill_stores, res.spill_loads, res.barriers) == \
+        (255, 4096, 48, 40, 36, 1)
+    assert res.spills == 76
+
+
+def test_diagnostics_sort_errors_before_warnings():
+    log = 'k.cu(3): warning #177-D: variable "x" was declared but never referenced\nk.cu(9): error: expected a ";"\n'
+    diags = parse_diagnostics(log)
+    assert [d["kind"] for d in diags] == ["error", "warning"]
+    assert diags[0]["line"] == 9

@@ -1,0 +1,38 @@
+import re
+
+import pytest
+
+from hgemm_course.ladder import Rung, get, registry
+
+
+def test_registry_is_ordered_and_matches_module_names():
+    rungs = registry()
+    ids = list(rungs)
+    assert ids == sorted(ids)
+    assert ids[:2] == ["01", "02"]
+    for rid, rung in rungs.items():
+        assert re.fullmatch(r"\d\d[a-z]?", rid)
+        assert rung.kernel_path is not None and rung.kernel_path.is_file(), rung
+        assert rung.kernel_path.name.startswith(f"k{rid}_{rung.slug}")
+
+
+@pytest.mark.parametrize("key", ["01", 1, "1", "01_naive"])
+def test_get_accepts_the_usual_spellings(key):
+    assert get(key).slug == "naive"
+
+
+def test_unknown_rung_lists_the_ladder():
+    with pytest.raises(ValueError, match="The ladder has: 01, 02"):
+        get("99")
+
+
+def test_check_shape_names_the_multiple_needed():
+    rung = Rung(id="99", slug="demo", title="t", idea="i", backend="nvrtc", launch=lambda a, b, c: None,
+                multiple_m=128, multiple_k=8)
+    rung.check_shape(256, 100, 64)
+    with pytest.raises(ValueError, match=r"K=1004 is not a multiple of 8: rung 99 \(demo\) needs K % 8 == 0.*K=1008"):
+        rung.check_shape(256, 100, 1004)
+    with pytest.raises(ValueError, match="M=200 is not a multiple of 128.*Pad the matrix to M=256"):
+        rung.check_shape(200, 64, 64)
+    with pytest.raises(ValueError, match="at least 1"):
+        rung.check_shape(0, 64, 64)
