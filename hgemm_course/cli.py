@@ -141,11 +141,29 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_ceilings(args) -> int:
+    from .harness import measure_ceilings
+    from .results import write_run
+
+    ceilings = measure_ceilings()
+    path = write_run([ceilings], kind="ceilings", folder=args.out_dir)
+    print(f"copy bandwidth {ceilings['bandwidth_gbs']:.0f} GB/s (read + write), "
+          f"cuBLAS fp16 {ceilings['cublas_tflops']:.0f} TFLOP/s at {ceilings['gemm_size']}^3; written to {path}")
+    return 0
+
+
 def cmd_results(args) -> int:
     from .harness import format_table
     from .results import load_records
 
     records = load_records(args.dir)
+    if args.readme:
+        from .paths import REPO_ROOT
+        from .results import rewrite_readme
+
+        changed = rewrite_readme(REPO_ROOT / "README.md", records)
+        print("README.md ladder table " + ("rewritten" if changed else "already up to date"))
+        return 0
     if args.json:
         _print_json(records)
         return 0
@@ -197,7 +215,7 @@ def cmd_check(args) -> int:
         for name, text in EXERCISES.items():
             print(f"{name:<18} {text}")
         return 0
-    return run_check(args.exercise, args.path)
+    return run_check(args.exercise, args.path, draw=args.draw)
 
 
 def cmd_tour(args) -> int:
@@ -212,7 +230,7 @@ def cmd_tour(args) -> int:
     else:
         failures += _tour_with_gpu(args)
     print("\n== Recorded H200 results (from results/, not measured now) ==")
-    cmd_results(argparse.Namespace(json=False, dir=None))
+    cmd_results(argparse.Namespace(json=False, dir=None, readme=False))
     return 1 if failures else 0
 
 
@@ -295,9 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_bench)
 
+    s = sub.add_parser("ceilings", help="measure the roofline's ceilings: copy bandwidth and cuBLAS fp16")
+    s.add_argument("--out-dir", type=Path)
+    s.set_defaults(fn=cmd_ceilings)
+
     s = sub.add_parser("results", help="the recorded GPU results")
     s.add_argument("--json", action="store_true")
     s.add_argument("--dir", type=Path)
+    s.add_argument("--readme", action="store_true", help="rewrite README.md's ladder table from the records")
     s.set_defaults(fn=cmd_results)
 
     s = sub.add_parser("diff", help="unified diff of two rungs' kernel sources")
@@ -315,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("exercise", nargs="?")
     s.add_argument("--path")
     s.add_argument("--list", action="store_true")
+    s.add_argument("--draw", action="store_true", help="save a picture of your answer next to the right one")
     s.set_defaults(fn=cmd_check)
     return p
 

@@ -123,6 +123,22 @@ def require_gpu(what: str) -> GpuInfo:
     return info
 
 
+@lru_cache(maxsize=1)
+def driver_release() -> str | None:
+    """The driver's release as nvidia-smi prints it (580.159.04), or None without one."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
 def _runtime_version() -> str | None:
     try:
         from cuda.bindings import runtime as rt

@@ -252,6 +252,25 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     return records
 
 
+def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repeats: int = 30) -> dict:
+    """The two ceilings of the roofline, measured: device-to-device copy bandwidth and cuBLAS fp16."""
+    import cupy
+
+    device.require_gpu("Measuring the ceilings")
+    src = cupy.random.random(copy_bytes // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    copy_ms = statistics.median(time_launches(lambda s, d: d.__setitem__(Ellipsis, s), [(src, dst)],
+                                              warmup=3, repeats=repeats))
+    del src, dst
+    a, b, _ = random_inputs(gemm_size, gemm_size, gemm_size, xp=cupy)
+    c = cupy.empty((gemm_size, gemm_size), dtype=cupy.float16)
+    gemm_ms = statistics.median(time_launches(lambda a, b, c: cupy.matmul(a, b, out=c), [(a, b, c)],
+                                              warmup=5, repeats=repeats))
+    return {"copy_bytes": copy_bytes, "copy_ms": copy_ms, "bandwidth_gbs": 2 * copy_bytes / copy_ms / 1e6,
+            "gemm_size": gemm_size, "cublas_ms": gemm_ms,
+            "cublas_tflops": tflops(gemm_size, gemm_size, gemm_size, gemm_ms), "repeats": repeats}
+
+
 def format_table(records) -> str:
     """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS."""
     rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"]

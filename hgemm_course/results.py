@@ -28,6 +28,7 @@ def provenance(extra: dict | None = None) -> dict:
         "sm_count": gpu.sm_count if gpu else None,
         "l2_bytes": gpu.l2_bytes if gpu else None,
         "driver": report.driver_version,
+        "driver_release": device.driver_release(),
         "cuda_runtime": report.runtime_version,
         "nvrtc": report.nvrtc_version,
         "packages": report.packages,
@@ -78,3 +79,37 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True) -> lis
             rows[(row["rung"], row["M"], row["N"], row["K"])] = row
     out = list(rows.values()) if latest_only else listing
     return sorted(out, key=lambda r: (r["rung"], r["M"], r["N"], r["K"]))
+
+
+README_BEGIN = "<!-- ladder-table:begin (written by `hgemm-course results --readme`; do not edit by hand) -->"
+README_END = "<!-- ladder-table:end -->"
+
+
+def ladder_markdown(records: list[dict] | None = None) -> str:
+    """README's ladder table: per rung, TFLOP/s and % of cuBLAS (same run) at each recorded square size."""
+    from .ladder import registry
+
+    records = load_records() if records is None else records
+    square = sorted({r["M"] for r in records if r["M"] == r["N"] == r["K"]})
+    by_key = {(r["rung"], r["M"]): r for r in records if r["M"] == r["N"] == r["K"]}
+    head = "| rung | idea | " + " | ".join(f"{n}^3" for n in square) + " |"
+    rows = [head, "|" + "---|" * (2 + len(square))]
+    for rung in registry().values():
+        cells = []
+        for n in square:
+            r = by_key.get((rung.id, n))
+            cells.append(f"{r['tflops']:.1f} TF/s, **{r['pct_cublas']:.1f}%**" if r else "-")
+        rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
+    sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in records})
+    notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
+    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of cuBLAS (`cupy.matmul`, fp16) timed in the same process."
+
+
+def rewrite_readme(readme_path: Path, records: list[dict] | None = None) -> bool:
+    """Replace the table between the markers; True when the file changed."""
+    text = readme_path.read_text()
+    start, end = text.index(README_BEGIN) + len(README_BEGIN), text.index(README_END)
+    new = text[:start] + "\n" + ladder_markdown(records) + "\n" + text[end:]
+    if new != text:
+        readme_path.write_text(new)
+    return new != text

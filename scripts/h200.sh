@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The course's run on the H200, from the repository root, through the device tool:
 #   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
-# Steps (STEPS env, default all): doctor, gpu tests, bench (SIZES, RUNGS), notebooks.
+# Steps (STEPS env, default all): doctor, ceilings, gpu tests, bench (SIZES, RUNGS), notebooks.
 # Everything it writes goes under $OUT; results/*.json from the bench come back to commit.
 set -uo pipefail
 OUT=${OUT:-$PWD/.device_out}
-STEPS=${STEPS:-"doctor tests bench notebooks"}
+STEPS=${STEPS:-"doctor ceilings tests bench notebooks"}
 SIZES=${SIZES:-"1024 2048 4096 8192"}
 RUNGS=${RUNGS:-}
 mkdir -p "$OUT"
@@ -23,6 +23,9 @@ step() { [[ " $STEPS " == *" $1 "* ]]; }
 if step doctor; then
   hg doctor 2>&1 | tee "$OUT/doctor.txt"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/doctor.txt"
+fi
+if step ceilings; then
+  hg ceilings --out-dir "$OUT" 2>&1 | tee "$OUT/ceilings.txt"
 fi
 if step tests; then
   python3 -m pytest -m gpu tests -q -p no:cacheprovider -x 2>&1 | tee "$OUT/pytest_gpu.txt"

@@ -30,10 +30,13 @@ FIGURE_DIR = Path(tempfile.gettempdir()) / "hgemm-course-check"
 
 
 def resolve(exercise: str) -> str:
-    """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05`` or ``5``."""
+    """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05``, ``5`` or ``swizzle``."""
     text = str(exercise).strip().lower().removesuffix(".py")
     if text in _REGISTRY:
         return text
+    for name in _REGISTRY:
+        if name.split("_", 1)[1] == text:
+            return name
     match = re.fullmatch(r"(?:ex)?0*(\d+)(?:_\w*)?", text)
     if match:
         number = int(match.group(1))

@@ -9,8 +9,9 @@ from __future__ import annotations
 from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, mismatch, passed_message
 
 FUNCTION = "naive_thread_output"
-# (block_dim, grid_dim) pairs, each as (x, y): square, wide, tall and 1-D blocks.
-GEOMETRIES = [((32, 32), (2, 3)), ((16, 16), (3, 2)), ((32, 8), (2, 2)),
+# (block_dim, grid_dim) pairs, each as (x, y): square, wide, tall and 1-D blocks; a square
+# grid first, where a transposed mapping still covers C and is caught by its sectors.
+GEOMETRIES = [((32, 32), (2, 2)), ((32, 32), (2, 3)), ((16, 16), (3, 2)), ((32, 8), (2, 2)),
               ((8, 32), (2, 2)), ((64, 4), (2, 3)), ((128, 1), (2, 2))]
 SECTOR_BYTES = 32
 FP16_BYTES = 2
@@ -43,8 +44,10 @@ def warp_sectors(mapping, block_dim: tuple[int, int] = (32, 32), *, n: int = 409
 
 
 def _sector_note(sectors: dict[str, int]) -> str:
-    return (f"per k-step one warp reads {sectors['A']} sector(s) of A and {sectors['B']} of B, "
-            f"and its stores of C touch {sectors['C']} sector(s)")
+    def count(n: int) -> str:
+        return f"{n} sector" + "s" * (n != 1)
+    return (f"per k-step one warp reads {count(sectors['A'])} of A and {count(sectors['B'])} of B, "
+            f"and its stores to C touch {count(sectors['C'])}")
 
 
 def verify(learner: Learner) -> str:

@@ -77,9 +77,7 @@ def _explain(learner: Learner, row: int, chunk: int) -> str:
 
 def draw(learner: Learner, path: Path) -> Path:
     """The first 16 rows as stored: cell (row, physical chunk) shows the logical chunk there."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     mine = [[_physical(learner, r, c) for c in range(CHUNKS)] for r in range(DRAW_ROWS)]
     ref = [[_reference(r, c) for c in range(CHUNKS)] for r in range(DRAW_ROWS)]
@@ -87,7 +85,8 @@ def draw(learner: Learner, path: Path) -> Path:
     worst = max(conflict_ways([mine[r][c] for r in range(g, g + 8)])
                 for g in range(0, DRAW_ROWS, 8) for c in range(CHUNKS))
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 6.5), constrained_layout=True)
+    fig = Figure(figsize=(9, 6.5), layout="constrained")
+    axes = fig.subplots(1, 2)
     titles = [f"Yours: worst column read is {'conflict-free' if worst == 1 else f'{worst}-way'}",
               "Reference chunk ^ (row % 8): conflict-free"]
     for ax, table, title in zip(axes, (mine, ref), titles):
@@ -96,15 +95,14 @@ def draw(learner: Learner, path: Path) -> Path:
     fig.suptitle(f"128B swizzle, rows 0-{DRAW_ROWS - 1}: your map differs in {wrong} of "
                  f"{DRAW_ROWS * CHUNKS} cells" if wrong else "128B swizzle: your map is the reference")
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
 
 
 def _draw_table(ax, table: list[list[int]], reference: list[list[int]] | None) -> None:
     """Colour cell (row, physical chunk) by the logical chunk stored there; red = differs."""
-    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
 
-    colours = plt.get_cmap("tab10")
+    from ..viz.memory import CHUNK_COLOURS
     for r, physical_row in enumerate(table):
         cells: dict[int, list[int]] = {}
         for logical, p in enumerate(physical_row):
@@ -114,15 +112,16 @@ def _draw_table(ax, table: list[list[int]], reference: list[list[int]] | None) -
                 continue
             clash = len(logicals) > 1
             differs = reference is not None and any(reference[r][c] != p for c in logicals)
-            ax.add_patch(plt.Rectangle((p, r), 1, 1, facecolor="white" if clash else colours(logicals[0]),
+            ax.add_patch(Rectangle((p, r), 1, 1, facecolor="white" if clash else CHUNK_COLOURS(logicals[0]),
                                        edgecolor="red" if differs or clash else "white", linewidth=2))
-            ax.text(p + 0.5, r + 0.5, "/".join(map(str, logicals)), ha="center", va="center", fontsize=8)
+            ax.text(p + 0.5, r + 0.5, "/".join(map(str, logicals)), ha="center", va="center", fontsize=8,
+                    color="black" if clash else "white")
     ax.set_xlim(0, CHUNKS)
     ax.set_ylim(len(table), 0)
     ax.set_xticks([p + 0.5 for p in range(CHUNKS)], [f"{4 * p}-{4 * p + 3}" for p in range(CHUNKS)],
                   fontsize=7)
     ax.set_yticks([r + 0.5 for r in range(len(table))], range(len(table)), fontsize=7)
-    ax.set_xlabel("physical chunk (its banks); cell = logical chunk stored there")
+    ax.set_xlabel("physical chunk (its banks); cell: logical chunk")
     ax.set_ylabel("row")
 
 

@@ -87,10 +87,8 @@ def _explain(learner: Learner, args: dict, expected: tuple[int, int], got: tuple
 
 def draw(learner: Learner, path: Path) -> Path:
     """Launch index over the grid for the learner's decode next to the reference."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.figure import Figure
 
     grid_m, grid_n, super_m, super_n = DRAW_CASE
     shape = {"grid_m": grid_m, "grid_n": grid_n, "super_m": super_m, "super_n": super_n}
@@ -104,7 +102,8 @@ def draw(learner: Learner, path: Path) -> Path:
         maps.append(launch)
     misplaced = int(np.sum(~np.isclose(maps[0], maps[1], equal_nan=True)))
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5), constrained_layout=True)
+    fig = Figure(figsize=(11, 5), layout="constrained")
+    axes = fig.subplots(1, 2)
     titles = [f"Yours: {misplaced} of {grid_m * grid_n} blocks out of place" if misplaced
               else "Yours: identical to the reference",
               f"Reference: {super_m}x{super_n} super tiles, n fastest"]
@@ -123,7 +122,6 @@ def draw(learner: Learner, path: Path) -> Path:
         ax.set_title(title, fontsize=10)
     fig.suptitle(f"Launch order on a {grid_m} x {grid_n} grid (cell = launch index; '-' = never launched)")
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
 
 

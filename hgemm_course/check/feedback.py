@@ -103,17 +103,21 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _wrong_type(value: Any, call: str, args: dict[str, Any], want: str, floats: bool) -> Failure:
+    hint = " Use integer division (//), not /: index math stays in ints." if floats else ""
+    return Failure(f"{call} returned {value!r} ({_type_name(value)}); it must return {want}.{hint}",
+                   {"input": args, "expected": want, "got": value})
+
+
 def as_int(value: Any, call: str, args: dict[str, Any], what: str = "an int") -> int:
     """``value`` as a Python int (numpy ints fine); anything else is a clear failure."""
-    if isinstance(value, Integral) and not isinstance(value, bool):
+    if _is_int(value):
         return int(value)
-    hint = ""
-    if isinstance(value, float):
-        hint = " Use integer division (//), not /: index math stays in ints."
-    raise Failure(
-        f"{call} returned {value!r} ({_type_name(value)}); it must return {what}.{hint}",
-        {"input": args, "expected": what, "got": value},
-    )
+    raise _wrong_type(value, call, args, what, isinstance(value, float))
 
 
 def as_int_pair(value: Any, call: str, args: dict[str, Any], what: str) -> tuple[int, int]:
@@ -123,12 +127,11 @@ def as_int_pair(value: Any, call: str, args: dict[str, Any], what: str) -> tuple
         items = list(value)
     except TypeError:
         items = None
-    if items is None or len(items) != 2 or isinstance(value, (str, bytes, dict)):
-        raise Failure(
-            f"{call} returned {value!r} ({_type_name(value)}); it must return {want}.",
-            {"input": args, "expected": want, "got": value},
-        )
-    return tuple(as_int(v, call, args, want) for v in items)  # type: ignore[return-value]
+    if items is None or len(items) != 2 or isinstance(value, (str, bytes, dict)) \
+            or not all(_is_int(v) for v in items):
+        floats = items is not None and any(isinstance(v, float) for v in items)
+        raise _wrong_type(value, call, args, want, floats)
+    return int(items[0]), int(items[1])
 
 
 def passed_message(cases: int, what: str, extra: str = "") -> str:

@@ -1,0 +1,28 @@
+"""The two numbers before any kernel: the arithmetic floor and the memory floor of a GEMM."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .results import load_runs
+
+
+def gemm_floor(M: int, N: int, K: int, *, peak_tflops: float, bandwidth_gbs: float) -> dict:
+    """Time floors of C = A @ B in fp16: 2MNK flops at the peak, each matrix moved once at the bandwidth."""
+    flops = 2.0 * M * N * K
+    moved = 2.0 * (M * K + K * N + M * N)            # bytes: fp16 A and B read once, C written once
+    compute_ms = flops / (peak_tflops * 1e12) * 1e3
+    memory_ms = moved / (bandwidth_gbs * 1e9) * 1e3
+    return {"flops": flops, "bytes": moved, "intensity": flops / moved,
+            "ridge": peak_tflops * 1e12 / (bandwidth_gbs * 1e9),
+            "compute_ms": compute_ms, "memory_ms": memory_ms, "floor_ms": max(compute_ms, memory_ms),
+            "bound": "compute" if compute_ms >= memory_ms else "memory"}
+
+
+def recorded_ceilings(folder: Path | None = None) -> dict | None:
+    """The newest measured ceilings (``hgemm-course ceilings``) with their file and provenance."""
+    runs = load_runs(folder, kind="ceilings")
+    if not runs:
+        return None
+    path, data = runs[-1]
+    return {**data["records"][0], "file": path.name, "gpu": data["provenance"]["gpu"],
+            "date": data["provenance"]["date"]}
