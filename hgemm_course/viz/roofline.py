@@ -1,0 +1,44 @@
+"""The roofline of the measuring GPU: fp16 tensor-core ceiling, memory ceiling, and the ladder on it."""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+
+def roofline_data(*, ceilings=None, records=None):
+    """Ceilings (``hgemm_course.roofline.recorded_ceilings``) and each recorded square run's (intensity, TFLOP/s)."""
+    from ..results import load_records
+    from ..roofline import gemm_floor, recorded_ceilings
+
+    ceilings = recorded_ceilings() if ceilings is None else ceilings
+    if ceilings is None:
+        raise ValueError("No recorded ceilings: run `hgemm-course ceilings` on a GPU first")
+    records = load_records() if records is None else records
+    points = []
+    for r in records:
+        f = gemm_floor(r["M"], r["N"], r["K"], peak_tflops=ceilings["cublas_tflops"],
+                       bandwidth_gbs=ceilings["bandwidth_gbs"])
+        points.append({"rung": r["rung"], "size": (r["M"], r["N"], r["K"]), "intensity": f["intensity"],
+                       "tflops": r["tflops"]})
+    ridge = ceilings["cublas_tflops"] * 1e12 / (ceilings["bandwidth_gbs"] * 1e9)
+    return {"peak_tflops": ceilings["cublas_tflops"], "bandwidth_gbs": ceilings["bandwidth_gbs"],
+            "ridge": ridge, "points": points, "gpu": ceilings["gpu"], "date": ceilings["date"]}
+
+
+def roofline_figure(*, ceilings=None, records=None) -> Figure:
+    data = roofline_data(ceilings=ceilings, records=records)
+    fig = Figure(figsize=(8, 5), layout="constrained")
+    ax = fig.subplots()
+    x = np.logspace(0, 4, 200)
+    roof = np.minimum(data["peak_tflops"], x * data["bandwidth_gbs"] / 1e3)
+    ax.loglog(x, roof, color="black", lw=2, label="roof: min(cuBLAS fp16, intensity x copy bandwidth)")
+    ax.axvline(data["ridge"], color="grey", ls=":", label=f"ridge {data['ridge']:.0f} flop/byte")
+    for rung in sorted({p["rung"] for p in data["points"]}):
+        pts = [p for p in data["points"] if p["rung"] == rung]
+        ax.scatter([p["intensity"] for p in pts], [p["tflops"] for p in pts], label=f"rung {rung}", zorder=3)
+    ax.set_xlabel("arithmetic intensity (flop per byte of A, B, C moved once)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"Square fp16 GEMMs from 1024^3 sit right of the ridge: compute-bound on the {data['gpu']}\n"
+                 f"(recorded {data['date'][:10]})")
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
