@@ -75,6 +75,8 @@ def wavefronts(byte_addrs, access_bytes, *, num_banks=NUM_BANKS, bank_bytes=BANK
 
 def ideal_wavefronts(lanes, access_bytes) -> int:
     """Wavefronts a conflict-free request of ``lanes`` lanes costs: one per phase."""
+    if access_bytes not in PHASE_LANES:
+        raise ValueError(f"access_bytes={access_bytes} is not a shared-memory access width: use 4, 8 or 16")
     return -(-lanes // PHASE_LANES[access_bytes])
 
 

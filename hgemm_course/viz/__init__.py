@@ -1,0 +1,29 @@
+"""Figures built from the simulators (:mod:`hgemm_course.sim`) and from recorded results.
+
+Every figure is a function with keyword arguments and defaults that returns a matplotlib
+``Figure`` (no pyplot, so it works headless); its ``*_data`` twin returns the numbers drawn.
+``FIGURES[name]().savefig(path)`` is what ``hgemm-course viz name`` runs.
+"""
+from .fragments import fragments_data, fragments_figure
+from .ladder import ladder_data, ladder_figure
+from .memory import banks_data, banks_figure, swizzle_data, swizzle_figure
+from .occupancy import occupancy_data, occupancy_figure
+from .roofline import roofline_data, roofline_figure
+from .schedule import cta_order_data, cta_order_figure, l2_supertile_data, l2_supertile_figure
+
+FIGURES = {
+    "swizzle": swizzle_figure,
+    "banks": banks_figure,
+    "cta-order": cta_order_figure,
+    "l2-supertile": l2_supertile_figure,
+    "occupancy": occupancy_figure,
+    "fragments": fragments_figure,
+    "ladder": ladder_figure,
+    "roofline": roofline_figure,
+}
+
+__all__ = [
+    "FIGURES", "banks_data", "banks_figure", "cta_order_data", "cta_order_figure", "fragments_data",
+    "fragments_figure", "l2_supertile_data", "l2_supertile_figure", "ladder_data", "ladder_figure",
+    "occupancy_data", "occupancy_figure", "roofline_data", "roofline_figure", "swizzle_data", "swizzle_figure",
+]

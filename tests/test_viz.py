@@ -1,0 +1,94 @@
+"""Figures: the data behind each one, and that each renders to PNG."""
+import io
+
+import numpy as np
+import pytest
+
+from hgemm_course import viz
+
+SMALL_L2 = {"M": 1024, "N": 1024, "K": 512, "BM": 128, "BN": 64, "BK": 64, "super_tile_ctas": 16,
+            "l2_bytes": 512 * 1024, "ctas_in_flight": 16}
+FAKE_RECORDS = [
+    {"rung": "03", "M": 4096, "N": 4096, "K": 4096, "tflops": 200.0, "cublas_tflops": 600.0, "pct_cublas": 33.3,
+     "gpu": "NVIDIA H200", "date": "2025-01-01"},
+    {"rung": "03", "M": 8192, "N": 8192, "K": 8192, "tflops": 210.0, "cublas_tflops": 620.0, "pct_cublas": 33.9,
+     "gpu": "NVIDIA H200", "date": "2025-01-01"},
+    {"rung": "05", "M": 8192, "N": 8192, "K": 8192, "tflops": 300.0, "cublas_tflops": 620.0, "pct_cublas": 48.4,
+     "gpu": "NVIDIA H200", "date": "2025-01-02"},
+]
+
+
+def test_swizzle_data():
+    data = viz.swizzle_data()
+    assert data["linear"].tolist() == [list(range(8))] * 8
+    assert data["swizzled"][3].tolist() == [c ^ 3 for c in range(8)]
+    assert data["bank_groups_per_chunk"] == [8] * 8
+
+
+def test_banks_data():
+    data = viz.banks_data()
+    assert [data[k]["wavefronts"] for k in ("linear", "padded", "swizzle128")] == [32, 4, 4]
+    assert data["linear"]["ways"][:4].tolist() == [8, 8, 8, 8]
+    assert data["swizzle128"]["lanes"].sum(axis=0).tolist() == [1] * 32
+    assert viz.banks_data(access="lds.32 column")["linear"]["wavefronts"] == 32
+    with pytest.raises(ValueError, match="not 'ldmatrix.x4'"):
+        viz.banks_data(access="ld.global")
+
+
+def test_cta_order_data():
+    data = viz.cta_order_data(M=1024, N=1024, BM=128, BN=128, super_m=2, super_n=2, ctas_in_flight=8)
+    row, sup = data.values()
+    assert row["index"][0].tolist() == list(range(8)) and row["wave"][1].tolist() == [1] * 8
+    assert (row["first_wave_a_tiles"], row["first_wave_b_tiles"]) == (1, 8)
+    assert (sup["first_wave_a_tiles"], sup["first_wave_b_tiles"]) == (2, 4)
+    assert sorted(sup["index"].ravel()) == list(range(64))
+
+
+def test_l2_supertile_data():
+    data = viz.l2_supertile_data(**SMALL_L2)
+    assert data["shapes"] == [(1, 16), (2, 8), (4, 4), (8, 2)]
+    assert ((0 < data["hit_rate"]) & (data["hit_rate"] < 1)).all()
+    assert data["hit_rate"][2] > data["hit_rate"][0]                 # square beats row-major
+    assert (data["dram_bytes"] >= data["compulsory_bytes"]).all()
+
+
+def test_occupancy_data():
+    data = viz.occupancy_data(threads=128, regs_per_thread=128)
+    assert (113 * 1024, 2) in data["cliffs"]
+    assert data["ctas_per_sm"][0] == 4 and data["ctas_per_sm"][-1] == 1
+    assert np.all(np.diff(data["ctas_per_sm"]) <= 0)
+
+
+def test_fragments_data():
+    data = viz.fragments_data()
+    assert data["A"][9, 10].item() == 4 * 1 + 1   # row 9 = group 1 (+8), col 10 = k 8 + 2 * 1
+    assert data["B"][3, 5].item() == 4 * 5 + 1
+    assert data["C"][8, 7].item() == 3
+
+
+def test_ladder_data():
+    data = viz.ladder_data(FAKE_RECORDS)
+    assert data["rungs"] == ["03", "05"]
+    assert data["pct_cublas"].tolist() == [33.9, 48.4]
+    assert data["sizes"][0] == (8192, 8192, 8192) and data["gpus"] == ["NVIDIA H200"]
+    assert viz.ladder_data(FAKE_RECORDS, size=(4096, 4096, 4096))["rungs"] == ["03"]
+    with pytest.raises(ValueError, match="hgemm-course bench"):
+        viz.ladder_figure(records=[])
+
+
+FIGURE_KWARGS = {
+    "swizzle": {}, "banks": {}, "occupancy": {}, "fragments": {},
+    "cta-order": {"M": 2048, "N": 2048, "super_m": 4, "super_n": 4, "ctas_in_flight": 32},
+    "l2-supertile": SMALL_L2,
+    "ladder": {"records": FAKE_RECORDS},
+}
+
+
+@pytest.mark.parametrize("name", sorted(viz.FIGURES))
+def test_every_figure_renders_to_png(name):
+    assert set(viz.FIGURES) == set(FIGURE_KWARGS)
+    fig = viz.FIGURES[name](**FIGURE_KWARGS[name])
+    assert fig._suptitle is not None and fig._suptitle.get_text()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=50)
+    assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
