@@ -76,11 +76,22 @@ def test_ladder_data():
         viz.ladder_figure(records=[])
 
 
+FAKE_CEILINGS = {"cublas_tflops": 700.0, "bandwidth_gbs": 4000.0, "gpu": "NVIDIA H200", "date": "2026-11-29"}
+
+
+def test_roofline_data_places_square_gemms_right_of_the_ridge():
+    data = viz.roofline_data(ceilings=FAKE_CEILINGS, records=FAKE_RECORDS)
+    assert data["ridge"] == pytest.approx(175.0)
+    assert all(p["intensity"] > data["ridge"] for p in data["points"])
+    assert {p["rung"] for p in data["points"]} == {r["rung"] for r in FAKE_RECORDS}
+
+
 FIGURE_KWARGS = {
     "swizzle": {}, "banks": {}, "occupancy": {}, "fragments": {},
     "cta-order": {"M": 2048, "N": 2048, "super_m": 4, "super_n": 4, "ctas_in_flight": 32},
     "l2-supertile": SMALL_L2,
     "ladder": {"records": FAKE_RECORDS},
+    "roofline": {"records": FAKE_RECORDS, "ceilings": FAKE_CEILINGS},
 }
 
 

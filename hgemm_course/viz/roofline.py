@@ -38,7 +38,7 @@ def roofline_figure(*, ceilings=None, records=None) -> Figure:
         ax.scatter([p["intensity"] for p in pts], [p["tflops"] for p in pts], label=f"rung {rung}", zorder=3)
     ax.set_xlabel("arithmetic intensity (flop per byte of A, B, C moved once)")
     ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"Square fp16 GEMMs from 1024^3 sit right of the ridge: compute-bound on the {data['gpu']}\n"
+    fig.suptitle(f"Square fp16 GEMMs from 1024^3 sit right of the ridge: compute-bound on the {data['gpu']}\n"
                  f"(recorded {data['date'][:10]})")
     ax.legend(fontsize=8, loc="lower right")
     return fig
