@@ -118,16 +118,17 @@ def cmd_verify(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .harness import VerificationError, bench, format_table
+    from .harness import bench, format_table
+    from .ladder import registry
     from .results import write_run
 
-    from .ladder import registry
-
     ids = args.rungs or list(registry())
-    try:
-        records = bench(ids, args.sizes or DEFAULT_BENCH_SIZES, repeats=args.repeats, progress=not args.json)
-    except VerificationError as exc:
-        print(f"verification failed, nothing timed: {exc}", file=sys.stderr)
+    failures = []
+    records = bench(ids, args.sizes or DEFAULT_BENCH_SIZES, repeats=args.repeats, progress=not args.json,
+                    failures=failures)
+    for failed in failures:
+        print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})", file=sys.stderr)
+    if not records:
         return 1
     path = write_run(records, folder=args.out_dir)
     from .results import load_records
@@ -138,7 +139,7 @@ def cmd_bench(args) -> int:
     else:
         print(format_table(records))
         print(f"\nwritten to {path}")
-    return 0
+    return 1 if failures else 0
 
 
 def cmd_ceilings(args) -> int:
@@ -253,15 +254,16 @@ def _tour_without_gpu() -> int:
 
 
 def _tour_with_gpu(args) -> int:
-    from .harness import VerificationError, bench, format_table
+    from .harness import bench, format_table
     from .ladder import registry
     from .results import write_run
 
     print("\n== Verify and time every rung against cuBLAS ==")
-    try:
-        records = bench(list(registry()), args.sizes or DEFAULT_BENCH_SIZES, repeats=30)
-    except VerificationError as exc:
-        print(f"verification failed: {exc}")
+    failures = []
+    records = bench(list(registry()), args.sizes or DEFAULT_BENCH_SIZES, repeats=30, failures=failures)
+    for failed in failures:
+        print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})")
+    if not records:
         return 1
     path = write_run(records)
     print(format_table(records))
@@ -273,7 +275,7 @@ def _tour_with_gpu(args) -> int:
 
     FIGURES["ladder"]().savefig("ladder.png", dpi=120, bbox_inches="tight")
     print("plot: ladder.png")
-    return 0
+    return len(failures)
 
 
 # ---------------------------------------------------------------- parser

@@ -204,11 +204,13 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
 
-def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True) -> list[BenchRecord]:
+def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,
+          failures: list | None = None) -> list[BenchRecord]:
     """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process.
 
-    A rung that fails verification raises :class:`VerificationError` before any timing.
-    Sizes past a rung's ``max_bench_size`` are skipped for that rung.
+    A rung that fails verification is never timed: :class:`VerificationError` is raised, or,
+    when a ``failures`` list is given, its :class:`VerifyResult` is appended there and the
+    other rungs go on. Sizes past a rung's ``max_bench_size`` are skipped for that rung.
     """
     import cupy
     from tqdm.auto import tqdm
@@ -237,7 +239,13 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         bar.update()
         for (shape, rung) in [j for j in jobs if j[0] == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
-            check = verify(rung, M, N, K).raise_if_failed()
+            check = verify(rung, M, N, K)
+            if not check.passed:
+                if failures is None:
+                    check.raise_if_failed()
+                failures.append(check)
+                bar.update()
+                continue
             samples = time_launches(rung.launch, sets, warmup=warmup, repeats=repeats)
             # cuBLAS again after each rung, so clock drift over the run shows in both
             cublas_samples += time_launches(cublas, sets, warmup=1, repeats=repeats)

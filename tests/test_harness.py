@@ -93,3 +93,26 @@ def test_verify_reports_a_broken_kernel(monkeypatch):
     broken = replace(good, launch=leaves_last_row_unwritten)
     result = verify(broken, 20, 12, 16)
     assert not result.passed and result.nonfinite == 12
+
+
+@pytest.mark.gpu
+def test_bench_never_times_a_wrong_kernel():
+    from dataclasses import replace
+
+    from hgemm_course.harness import VerificationError, bench
+    from hgemm_course.ladder import get
+
+    good = get("02")
+
+    def off_by_one_row(a, b, c):
+        good.launch(a, b, c)
+        c[0] = c[1]
+
+    broken = replace(good, id="02", launch=off_by_one_row)
+    failures = []
+    assert bench([broken], [256], repeats=20, progress=False, failures=failures) == []
+    assert len(failures) == 1 and not failures[0].passed
+    with pytest.raises(VerificationError):
+        bench([broken], [256], repeats=20, progress=False)
+    (record,) = bench([good], [512], repeats=20, progress=False)
+    assert record.rel_fro_err < 1e-3 and len(record.samples_ms) == 20 and record.pct_cublas > 0
