@@ -6,6 +6,7 @@ checks them with sentences a learner can act on, and hands ``launch`` to its ``R
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -33,19 +34,91 @@ class TemplateKernel:
         return compile_cuda(self.source, name_expressions=(self.name_expression,), arch=self.arch)
 
     def function(self):
-        fn = self.compile().function(self.name_expression)
-        if self.smem_bytes > 48 * 1024:
-            fn.max_dynamic_shared_size_bytes = self.smem_bytes
-        return fn
+        """The loaded kernel, compiled and loaded once per instantiation (launches stay cheap)."""
+        return _loaded_function(self)
 
     def launch(self, a, b, c, *extra_args) -> None:
         """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...)."""
-        M, K = a.shape
-        N = b.shape[1]
+        M, K, N = check_operands(a, b, c)
         self.function()(self.grid(M, N), (self.threads,),
                         (a, b, c, np.int32(M), np.int32(N), np.int32(K), *extra_args),
                         shared_mem=self.smem_bytes)
 
 
+def check_operands(a, b, c) -> tuple[int, int, int]:
+    """(M, K, N) of C = A @ B, after checking that the three are row-major fp16 matrices that fit."""
+    for name, x in (("A", a), ("B", b), ("C", c)):
+        if x.ndim != 2 or x.dtype != np.float16 or not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be a C-contiguous 2-D float16 array; got {x.ndim}-D {x.dtype}"
+                             f"{'' if x.flags.c_contiguous else ', not contiguous'}.")
+    M, K = a.shape
+    if b.shape[0] != K or c.shape != (M, b.shape[1]):
+        raise ValueError(f"Shapes do not chain: A {a.shape} @ B {b.shape} -> C {c.shape}; "
+                         f"need B ({K}, N) and C ({M}, N).")
+    return M, K, b.shape[1]
+
+
+@lru_cache(maxsize=None)
+def _loaded_function(kernel: TemplateKernel):
+    fn = kernel.compile().function(kernel.name_expression)
+    if kernel.smem_bytes > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = kernel.smem_bytes
+    return fn
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# Shared memory one CTA may opt in to on sm_90 (227 KiB).
+SMEM_PER_CTA_OPTIN = 227 * 1024
+
+
+def require(condition: bool, message: str) -> None:
+    """A launcher's precondition: refuse the configuration with a sentence that names the fix."""
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class MmaTiles:
+    """The tiling of the tensor-core rungs: a (bm, bn) tile of C per CTA, bk-wide k-slices in a
+    ring of ``stages`` shared-memory buffers, and (wm, wn) warp tiles."""
+
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    stages: int
+
+    @property
+    def warps(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def template_args(self) -> tuple[int, ...]:
+        return (self.bm, self.bn, self.bk, self.wm, self.wn, self.stages)
+
+    def check(self, smem_bytes: int) -> None:
+        """The rules every tensor-core rung's kernel relies on, with ``smem_bytes`` its request."""
+        require(self.bm % self.wm == 0 and self.bn % self.wn == 0,
+                f"The CTA tile {self.bm}x{self.bn} must split into whole {self.wm}x{self.wn} warp tiles; "
+                "choose bm a multiple of wm and bn a multiple of wn.")
+        require(self.wm % 16 == 0 and self.wn % 16 == 0,
+                f"The warp tile {self.wm}x{self.wn} must be a multiple of 16 in both directions: "
+                "the tensor-core fragments are 16x16 (wmma) or 16x8 pairs (mma.sync).")
+        require(self.bk % 16 == 0, f"bk={self.bk} must be a multiple of 16, the k of one tensor-core step.")
+        require(self.threads <= 1024, f"{self.warps} warps ({self.threads} threads) exceed the 1024 threads of a CTA.")
+        for name, rows, cols in (("A", self.bm, self.bk), ("B", self.bk, self.bn)):
+            require((rows * cols // 8) % self.threads == 0,
+                    f"The {name} tile ({rows}x{cols} halves = {rows * cols // 8} chunks of 16 bytes) must split evenly "
+                    f"over the {self.threads} threads that copy it.")
+        require(self.stages >= 2, f"stages={self.stages}: a pipeline needs at least 2 stages (double buffering).")
+        require(smem_bytes <= SMEM_PER_CTA_OPTIN,
+                f"{self.stages} stages need {smem_bytes} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes "
+                "a CTA can have on sm_90; use fewer stages or smaller tiles.")

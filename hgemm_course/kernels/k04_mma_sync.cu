@@ -1,0 +1,125 @@
+// Rung 04: the tiling of rung 03 with nvcuda::wmma replaced by the instructions it compiles
+// to, written out: ldmatrix (shared -> fragment registers) and mma.sync.m16n8k16. The shared
+// tiles are still padded, so every ldmatrix row lands in its own group of 4 banks.
+#include "common.cuh"
+#include "cp_async.cuh"
+#include "ldmatrix.cuh"
+#include "mma_sync.cuh"
+
+// C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
+// A CTA computes a (BM, BN) tile of C with (BM / WM) x (BN / WN) warps, each a (WM, WN)
+// sub-tile; the K loop walks BK-wide slices through a STAGES-deep cp.async ring.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    constexpr int WARPS_N = BN / WN;
+    constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
+    constexpr int FRAG_N = WN / 8;                    // n8 fragments per warp
+    constexpr int A_LD = BK + 8;                      // halves per padded A row
+    constexpr int B_LD = BN + 8;                      // halves per padded B row
+    constexpr int A_STAGE = BM * A_LD * 2;            // bytes of one A stage
+    constexpr int B_STAGE = BK * B_LD * 2;            // bytes of one B stage
+
+    extern __shared__ __align__(128) unsigned char smem[];
+    const unsigned a_smem = smem_u32(smem);           // STAGES x (BM, BK) halves, rows padded to A_LD
+    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x (BK, BN) halves, rows padded to B_LD
+
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid / 32;
+    const int warp_m = warp / WARPS_N;
+    const int warp_n = warp % WARPS_N;
+
+    const int bid_m = blockIdx.y;                     // tile row of C
+    const int bid_n = blockIdx.x;                     // tile column of C
+    const int m0 = bid_m * BM;
+    const int n0 = bid_n * BN;
+    const int k_tiles = cdiv(K, BK);
+
+    // One k-slice into one stage: every thread copies 16-byte chunks; chunks past M, N or K
+    // are zero-filled so the tails add nothing to the sums.
+    auto load_tile = [&](int stage, int kt) {
+        const int k0 = kt * BK;
+        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+#pragma unroll
+        for (int it = 0; it < BM * BK / 8 / THREADS; ++it) {
+            const int idx = it * THREADS + tid;
+            const int row = idx / (BK / 8);
+            const int chunk = idx % (BK / 8);
+            const bool inside = m0 + row < M && k0 + chunk * 8 < K;
+            const half* src = inside ? A + static_cast<size_t>(m0 + row) * K + k0 + chunk * 8 : A;
+            cp_async_16_zfill(a_stage + (row * A_LD + chunk * 8) * 2, src, inside ? 16 : 0);
+        }
+#pragma unroll
+        for (int it = 0; it < BK * BN / 8 / THREADS; ++it) {
+            const int idx = it * THREADS + tid;
+            const int row = idx / (BN / 8);
+            const int chunk = idx % (BN / 8);
+            const bool inside = k0 + row < K && n0 + chunk * 8 < N;
+            const half* src = inside ? B + static_cast<size_t>(k0 + row) * N + n0 + chunk * 8 : B;
+            cp_async_16_zfill(b_stage + (row * B_LD + chunk * 8) * 2, src, inside ? 16 : 0);
+        }
+    };
+
+    // ldmatrix row addresses of this lane, relative to a stage: A rows lane % 16 at k-chunk
+    // lane / 16; B k-rows lane % 16 at n-chunk lane / 16.
+    const unsigned a_lane = ((warp_m * WM + lane % 16) * A_LD + (lane / 16) * 8) * 2;
+    const unsigned b_lane = ((lane % 16) * B_LD + warp_n * WN + (lane / 16) * 8) * 2;
+
+    float acc[FRAG_M][FRAG_N][4] = {};                // (WM, WN) fp32 accumulators of this warp
+
+    // ---- prologue: fill STAGES - 1 stages --------------------------------------------------
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) load_tile(s, s);
+        cp_async_commit_group();
+    }
+
+    // ---- main loop: wait for slice kt, refill the stage freed last iteration, compute ----
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        cp_async_wait_group<STAGES - 2>();
+        __syncthreads();
+        const int next = kt + STAGES - 1;
+        if (next < k_tiles) load_tile(next % STAGES, next);
+        cp_async_commit_group();
+
+        const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            unsigned a_frag[FRAG_M][4];               // FRAG_M x (16, 16) halves of A
+            unsigned b_frag[FRAG_N][2];               // FRAG_N x (16, 8) halves of B
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+                ldmatrix_x4(a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3],
+                            a_stage + a_lane + i * 16 * A_LD * 2 + kk * 32);
+            }
+#pragma unroll
+            for (int j = 0; j < FRAG_N / 2; ++j) {
+                ldmatrix_x4_trans(b_frag[2 * j][0], b_frag[2 * j][1], b_frag[2 * j + 1][0], b_frag[2 * j + 1][1],
+                                  b_stage + b_lane + kk * 16 * B_LD * 2 + j * 32);
+            }
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                for (int j = 0; j < FRAG_N; ++j) {
+                    mma_m16n8k16(acc[i][j], a_frag[i], b_frag[j]);
+                }
+            }
+        }
+    }
+
+    // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            const int row = m0 + warp_m * WM + i * 16 + lane / 4;
+            const int col = n0 + warp_n * WN + j * 8 + (lane % 4) * 2;
+            store_pair_guarded(C, M, N, row, col, acc[i][j][0], acc[i][j][1]);
+            store_pair_guarded(C, M, N, row + 8, col, acc[i][j][2], acc[i][j][3]);
+        }
+    }
+}

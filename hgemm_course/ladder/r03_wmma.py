@@ -1,0 +1,40 @@
+"""Rung 03: tensor cores through ``nvcuda::wmma``, a cp.async ring, padded shared tiles."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import lru_cache
+
+from . import Rung
+from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv
+
+SOURCE = "k03_wmma.cu"
+PAD = 8                                   # halves added to every shared row (the kernel's A_LD, B_LD)
+# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): 256x128 s3 and 128x256 s3 tie (40.6% vs 40.7% of cuBLAS
+# at 8192); 256x128 keeps the tile of rungs 04-07.
+TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=3)
+
+
+def smem_bytes(t: MmaTiles) -> int:
+    """Dynamic shared memory: ``stages`` padded (bm, bk) A tiles and (bk, bn) B tiles."""
+    return t.stages * (t.bm * (t.bk + PAD) + t.bk * (t.bn + PAD)) * 2
+
+
+@lru_cache(maxsize=None)
+def kernel(tiles: MmaTiles = TILES) -> TemplateKernel:
+    smem = smem_bytes(tiles)
+    tiles.check(smem)
+    return TemplateKernel(SOURCE, "k03_wmma", tiles.template_args, tiles.threads, smem,
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
+
+
+def launch(a, b, c, tiles: MmaTiles = TILES) -> None:
+    kernel(tiles).launch(a, b, c)
+
+
+RUNG = Rung(
+    id="03", slug="wmma", title="wmma + cp.async ring, padded smem",
+    idea="tensor cores through nvcuda::wmma fragments, fed by a cp.async multi-stage ring with padded rows",
+    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    multiple_n=8, multiple_k=8,
+    extra={"tiles": asdict(TILES), "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
+)

@@ -1,0 +1,42 @@
+"""Rung 04: rung 03's tiling with wmma replaced by ldmatrix + mma.sync.m16n8k16 (still padded)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import lru_cache
+
+from . import Rung
+from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
+
+SOURCE = "k04_mma_sync.cu"
+PAD = 8                                   # halves added to every shared row (the kernel's A_LD, B_LD)
+# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): the tile and stage variants lie within 3 points of
+# each other (41.8-42.9% of cuBLAS at 8192); 256x128 with 4 stages is the tile of rungs 05-07.
+TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
+
+
+def smem_bytes(t: MmaTiles) -> int:
+    """Dynamic shared memory: ``stages`` padded (bm, bk) A tiles and (bk, bn) B tiles."""
+    return t.stages * (t.bm * (t.bk + PAD) + t.bk * (t.bn + PAD)) * 2
+
+
+@lru_cache(maxsize=None)
+def kernel(tiles: MmaTiles = TILES) -> TemplateKernel:
+    smem = smem_bytes(tiles)
+    tiles.check(smem)
+    require(tiles.wn % 16 == 0, f"wn={tiles.wn}: B fragments come in pairs of n8 tiles (one ldmatrix.x4.trans "
+                                "covers 16 columns), so wn must be a multiple of 16.")
+    return TemplateKernel(SOURCE, "k04_mma_sync", tiles.template_args, tiles.threads, smem,
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
+
+
+def launch(a, b, c, tiles: MmaTiles = TILES) -> None:
+    kernel(tiles).launch(a, b, c)
+
+
+RUNG = Rung(
+    id="04", slug="mma_sync", title="ldmatrix + mma.sync (PTX), padded smem",
+    idea="the instructions behind wmma written out: ldmatrix into fragment registers, mma.sync.m16n8k16",
+    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    multiple_n=8, multiple_k=8,
+    extra={"tiles": asdict(TILES), "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
+)

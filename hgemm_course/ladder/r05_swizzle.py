@@ -1,0 +1,51 @@
+"""Rung 05: rung 04 with the padding replaced by the 128-byte XOR swizzle."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import lru_cache
+
+from . import Rung
+from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
+
+SOURCE = "k05_swizzle.cu"
+# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt and round 1): 256x128 with 4 stages was the fastest
+# swizzled tile in both runs (49.8% and 51.5% of cuBLAS at 8192).
+TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
+
+
+def smem_bytes(t: MmaTiles) -> int:
+    """Dynamic shared memory: ``stages`` dense (bm, bk) A tiles and (bk, bn) B tiles."""
+    return t.stages * (t.bm * t.bk + t.bk * t.bn) * 2
+
+
+def check_swizzle(tiles: MmaTiles) -> None:
+    """The 128-byte swizzle's rules for the shared tiles."""
+    require(tiles.bk * 2 == 128, f"bk={tiles.bk}: the 128-byte swizzle needs A rows of exactly 128 bytes, "
+                                 "so bk * 2 == 128 (bk = 64 halves).")
+    require(tiles.bn % 64 == 0, f"bn={tiles.bn}: B is stored as panels of 64 columns (128-byte rows), "
+                                "so bn must be a multiple of 64.")
+    require(64 % tiles.wn == 0,
+            f"wn={tiles.wn}: a warp's B columns must stay inside one 64-column panel (wn = 16, 32 or 64) "
+            "for the k-step XOR to stay inside a row.")
+
+
+@lru_cache(maxsize=None)
+def kernel(tiles: MmaTiles = TILES) -> TemplateKernel:
+    smem = smem_bytes(tiles)
+    tiles.check(smem)
+    check_swizzle(tiles)
+    return TemplateKernel(SOURCE, "k05_swizzle", tiles.template_args, tiles.threads, smem,
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
+
+
+def launch(a, b, c, tiles: MmaTiles = TILES) -> None:
+    kernel(tiles).launch(a, b, c)
+
+
+RUNG = Rung(
+    id="05", slug="swizzle", title="mma.sync + 128-byte XOR swizzle",
+    idea="padding replaced by the 128-byte XOR swizzle: chunk c of row r lives at c ^ (r % 8)",
+    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    multiple_n=8, multiple_k=8,
+    extra={"tiles": asdict(TILES), "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
+)

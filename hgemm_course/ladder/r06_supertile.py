@@ -1,0 +1,44 @@
+"""Rung 06: rung 05 on a 1-D grid decoded into super tiles, so co-resident CTAs share L2."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import lru_cache
+
+from . import Rung
+from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
+from .r05_swizzle import check_swizzle, smem_bytes
+
+SOURCE = "k06_supertile.cu"
+# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): rung 05's tile; 8x4 super tiles (2048 rows of A,
+# 512 columns of B) were the fastest of six shapes at 8192 (50.6% of cuBLAS; row-major order 48.1%).
+TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
+SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
+
+
+def grid_1d(M: int, N: int, tiles: MmaTiles, super_mn: tuple[int, int]) -> tuple[int]:
+    """Whole super tiles cover the tile grid; CTAs past its edge return at once."""
+    sm, sn = super_mn
+    return (cdiv(cdiv(M, tiles.bm), sm) * cdiv(cdiv(N, tiles.bn), sn) * sm * sn,)
+
+
+@lru_cache(maxsize=None)
+def kernel(tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> TemplateKernel:
+    smem = smem_bytes(tiles)
+    tiles.check(smem)
+    check_swizzle(tiles)
+    require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
+    return TemplateKernel(SOURCE, "k06_supertile", (*tiles.template_args, *super_mn), tiles.threads, smem,
+                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
+
+
+def launch(a, b, c, tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
+    kernel(tiles, super_mn).launch(a, b, c)
+
+
+RUNG = Rung(
+    id="06", slug="supertile", title="mma.sync + swizzle + super-tile raster",
+    idea="a 1-D grid decoded into SUPER_M x SUPER_N super tiles: the CTAs in flight share A and B in L2",
+    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    multiple_n=8, multiple_k=8,
+    extra={"tiles": asdict(TILES), "super_tile": SUPER, "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
+)
