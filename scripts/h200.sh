@@ -8,6 +8,7 @@ OUT=${OUT:-$PWD/.device_out}
 STEPS=${STEPS:-"doctor ceilings tests bench notebooks"}
 SIZES=${SIZES:-"1024 2048 4096 8192"}
 RUNGS=${RUNGS:-}
+PYTEST_ARGS=${PYTEST_ARGS:-}
 mkdir -p "$OUT"
 if compgen -G ".whl/*.whl" > /dev/null; then
   # numpy 2.4 for numba-cuda 0.30 (the image's 2.5 breaks its launches); nbval and a kernel for notebooks
@@ -28,7 +29,8 @@ if step ceilings; then
   hg ceilings --out-dir "$OUT" 2>&1 | tee "$OUT/ceilings.txt"
 fi
 if step tests; then
-  python3 -m pytest -m gpu tests -q -p no:cacheprovider -x 2>&1 | tee "$OUT/pytest_gpu.txt"
+  # shellcheck disable=SC2086
+  python3 -m pytest -m gpu tests -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_gpu.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step bench; then
