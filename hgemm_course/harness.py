@@ -237,6 +237,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         bar.set_postfix_str(f"cuBLAS {M}x{N}x{K}")
         cublas_samples = time_launches(cublas, sets, warmup=warmup, repeats=repeats)
         bar.update()
+        timed = []
         for (shape, rung) in [j for j in jobs if j[0] == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
             check = verify(rung, M, N, K)
@@ -249,11 +250,14 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
             samples = time_launches(rung.launch, sets, warmup=warmup, repeats=repeats)
             # cuBLAS again after each rung, so clock drift over the run shows in both
             cublas_samples += time_launches(cublas, sets, warmup=1, repeats=repeats)
-            ms, cms = statistics.median(samples), statistics.median(cublas_samples)
+            timed.append((rung, samples, check))
+            bar.update()
+        cms = statistics.median(cublas_samples)         # one cuBLAS figure per size, shared by its rungs
+        for rung, samples, check in timed:
+            ms = statistics.median(samples)
             records.append(BenchRecord(
                 rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms),
                 100.0 * cms / ms, samples, list(cublas_samples), n_sets, check.rel_fro_err))
-            bar.update()
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     bar.close()
