@@ -210,10 +210,10 @@ def cmd_viz(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .check import EXERCISES, run_check
+    from .check import ALL_EXERCISES, run_check
 
     if args.list or not args.exercise:
-        for name, text in EXERCISES.items():
+        for name, text in ALL_EXERCISES.items():
             print(f"{name:<18} {text}")
         return 0
     return run_check(args.exercise, args.path, draw=args.draw)

@@ -1,6 +1,10 @@
 """Exercise checkers: ``check("ex05", my_function)`` in a notebook, ``hgemm-course check ex05``
 in a shell.
 
+Two kinds of exercise: a Python function (:data:`EXERCISES`) and a kernel fragment, a whole
+``.cu`` file with one region to write (:data:`KERNEL_EXERCISES`, checked by
+:mod:`.kernel_exercise`: compiled here, run on a GPU in a child process).
+
 Every checker compares the learner's function with the course's reference over the whole
 valid domain (exhaustively, or on many random cases where the domain is large), stops at
 the first wrong input, and says what was expected, what came back and why it matters.
@@ -12,11 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from . import ex01_naive, ex02_tiling, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex08_occupancy
+from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex07_mbarrier, ex08_occupancy
 from .feedback import CheckResult, Exercise, Failure, Learner
+from .kernel_exercise import KernelExercise, check_kernel
 from .loader import default_path, load_function
 
-__all__ = ["CheckResult", "EXERCISES", "check", "resolve", "run_check"]
+__all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "check", "resolve", "run_check"]
 
 _REGISTRY: dict[str, Exercise] = {
     module.EXERCISE.name: module.EXERCISE
@@ -26,30 +31,40 @@ _REGISTRY: dict[str, Exercise] = {
 EXERCISES: dict[str, str] = {name: ex.description for name, ex in _REGISTRY.items()}
 """Exercise name -> one-line description, in course order (``hgemm-course check --list``)."""
 
+_KERNEL_REGISTRY: dict[str, KernelExercise] = {
+    module.EXERCISE.name: module.EXERCISE for module in (ex03_wmma, ex07_mbarrier)
+}
+
+KERNEL_EXERCISES: dict[str, str] = {name: ex.description for name, ex in _KERNEL_REGISTRY.items()}
+"""Kernel exercise name (``exercises/<name>.cu``) -> one-line description, in course order."""
+
+ALL_EXERCISES: dict[str, str] = dict(sorted({**EXERCISES, **KERNEL_EXERCISES}.items()))
+"""Both kinds, in course order."""
+
 FIGURE_DIR = Path(tempfile.gettempdir()) / "hgemm-course-check"
 
 
 def resolve(exercise: str) -> str:
     """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05``, ``5`` or ``swizzle``."""
-    text = str(exercise).strip().lower().removesuffix(".py")
-    if text in _REGISTRY:
+    text = str(exercise).strip().lower().removesuffix(".py").removesuffix(".cu")
+    if text in ALL_EXERCISES:
         return text
-    for name in _REGISTRY:
+    for name in ALL_EXERCISES:
         if name.split("_", 1)[1] == text:
             return name
     match = re.fullmatch(r"(?:ex)?0*(\d+)(?:_\w*)?", text)
     if match:
         number = int(match.group(1))
-        for name in _REGISTRY:
+        for name in ALL_EXERCISES:
             if int(name[2:4]) == number:
                 return name
     raise ValueError(
-        f"There is no exercise {exercise!r}. The exercises are: " + ", ".join(_REGISTRY) + "."
+        f"There is no exercise {exercise!r}. The exercises are: " + ", ".join(ALL_EXERCISES) + "."
     )
 
 
 def check(exercise: str, func_or_path: Callable | str | Path | None = None, *,
-          draw: bool = False, figure_dir: str | Path | None = None) -> CheckResult:
+          draw: bool = False, figure_dir: str | Path | None = None, gpu: bool | None = None) -> CheckResult:
     """Check a learner's answer to ``exercise``.
 
     ``func_or_path`` is the function itself (from a notebook), the path of a file that
@@ -57,8 +72,16 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *,
     ``draw=True`` the exercises that have a picture (swizzle, super-tile) save the learner's
     map next to the reference in ``figure_dir`` (default: a folder in the system's temp
     directory) and return its path in ``CheckResult.figure``.
+
+    A kernel exercise takes the path of a ``.cu`` file (default ``exercises/<exercise>.cu``);
+    ``gpu`` says whether to run it too (default: when a GPU is here).
     """
     name = resolve(exercise)
+    if name in _KERNEL_REGISTRY:
+        if callable(func_or_path):
+            return CheckResult(name, False, f"{name} is a kernel exercise: pass the path of your .cu file "
+                               f"(or nothing, for exercises/{name}.cu), not a function.")
+        return check_kernel(_KERNEL_REGISTRY[name], func_or_path, gpu=gpu)
     spec = _REGISTRY[name]
     try:
         if callable(func_or_path):

@@ -1,0 +1,69 @@
+"""The few calls every chapter notebook makes: run a rung here, or show what the H200 recorded.
+
+Without a GPU nothing is measured: the figures shown are read from results/ and
+labelled with their file and date, never presented as if they had just run.
+"""
+from __future__ import annotations
+
+import re
+
+from .device import has_gpu
+from .harness import bench, format_table, verify
+from .ladder import get
+from .paths import results_dir
+from .results import load_records
+
+
+def show_recorded(*rungs: str, sizes=None) -> list[dict]:
+    """Print the newest recorded benchmark rows of these rungs, labelled with file and date; returns them."""
+    rows = [r for r in load_records() if r["rung"] in rungs and (sizes is None or r["M"] in sizes)]
+    for name, date, gpu in sorted({(r["file"], r["date"][:10], r["gpu"]) for r in rows}):
+        print(f"RECORDED on the {gpu} ({name}, {date}):")
+    if rows:
+        print(format_table(rows))
+    missing = [r for r in rungs if r not in {row["rung"] for row in rows}]
+    if missing:
+        print(f"No recorded result for rung {', '.join(missing)} yet: `hgemm-course bench {' '.join(missing)}` "
+              "on a GPU records one.")
+    return rows
+
+
+def run_or_show(rung_ids, shapes, sizes) -> None:
+    """On a GPU: verify the last rung on shapes with tails, then time the rungs against cuBLAS.
+    Without one: compile the last rung for its target (its resource report), and show the recorded figures."""
+    rung = get(rung_ids[-1])
+    if has_gpu():
+        for shape in shapes:
+            print(verify(rung.id, *shape).raise_if_failed().summary())
+        print("measured now:")
+        print(format_table(bench(rung_ids, sizes)))
+        return
+    from .build import compile_cuda
+
+    module = compile_cuda(rung.source, name_expressions=rung.name_expressions, arch=rung.arch)
+    res = module.resources_of(rung.name_expressions[0])
+    print(f"no GPU here: {rung.name_expressions[0]} compiles for {rung.arch}: {res.registers} registers, "
+          f"{rung.extra['smem_bytes']} bytes of dynamic shared memory, {res.spills} bytes spilled; not run.")
+    show_recorded(*rung_ids, sizes=sizes)
+
+
+_NCU_KERNEL = re.compile(r"^\s*void (\w+)<")
+_NCU_METRIC = re.compile(r"^\s*(\w+__[\w.]+)\s+(?:\S+\s+)?([\d,.]+)\s*$")
+
+
+def recorded_ncu(kernel: str) -> tuple[str | None, dict[str, float]]:
+    """Metrics Nsight Compute recorded for the first profile of ``kernel`` (e.g. "k05_swizzle") in the
+    newest results/tuning/*_ncu.txt: (file name, {metric: value}); (None, {}) when there is none."""
+    files = sorted((results_dir() / "tuning").glob("*_ncu.txt"))
+    if not files:
+        return None, {}
+    metrics: dict[str, float] = {}
+    current = None
+    for line in files[-1].read_text().splitlines():
+        if m := _NCU_KERNEL.match(line):
+            if current == kernel and metrics:
+                break
+            current = m.group(1)
+        elif current == kernel and (m := _NCU_METRIC.match(line)):
+            metrics[m.group(1)] = float(m.group(2).replace(",", ""))
+    return files[-1].name, metrics

@@ -1,0 +1,93 @@
+"""Run a learner's kernel source through a rung's launcher and verify it: the child process of a
+kernel exercise's GPU check.
+
+    python -m hgemm_course.check.gpu_run 07 exercises/ex07_mbarrier.cu --shapes 1000x1000x1000 257x136x72
+
+Prints one JSON line per shape (``{"shape", "seed", "passed", "summary", "first_bad"}``) or, when
+the CUDA context breaks (an illegal address, say), one line ``{"shape", "error"}`` and stops:
+after such an error the context is unusable. Exit status 0 when every shape is right, 1 when one
+is wrong, 3 on a CUDA error. Run it in a child process: a kernel that hangs or crashes takes
+this process down, not the caller's.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import sys
+from pathlib import Path
+
+
+def learner_launch(rung_id: str, source: Path):
+    """The rung's ``launch(a, b, c)`` with its kernel compiled from ``source`` instead of the
+    rung's own file: same template instantiation, geometry, shared memory and tensor maps."""
+    from ..ladder import get
+
+    rung = get(rung_id)
+    module = importlib.import_module(rung.launch.__module__)
+    original = module.kernel
+
+    def kernel(*args, **kwargs):
+        return dataclasses.replace(original(*args, **kwargs), source=str(source))
+
+    module.kernel = kernel
+    return rung, module.launch
+
+
+def _parse_shape(text: str) -> tuple[int, int, int]:
+    parts = [int(p) for p in text.lower().split("x")]
+    return (parts[0],) * 3 if len(parts) == 1 else tuple(parts)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hgemm_course.check.gpu_run", description=__doc__.splitlines()[0])
+    parser.add_argument("rung")
+    parser.add_argument("source", type=Path)
+    parser.add_argument("--shapes", nargs="+", default=["1000x1000x1000"])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    import cupy
+
+    from ..build import CompileError
+    from ..harness import compare, random_inputs
+
+    rung, launch = learner_launch(args.rung, args.source)
+    status = 0
+    for i, text in enumerate(args.shapes):
+        M, N, K = _parse_shape(text)
+        seed = args.seed + i
+        try:
+            rung.check_shape(M, N, K)
+            a, b, _ = random_inputs(M, N, K, seed=seed, xp=cupy)
+            c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)     # poisoned: unwritten elements show
+            launch(a, b, c)
+            cupy.cuda.runtime.deviceSynchronize()
+            reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+            result = compare(c, reference, K=K, rung=rung.id, seed=seed)
+        except CompileError as exc:
+            print(json.dumps({"shape": [M, N, K], "error": f"does not compile: {exc}"}), flush=True)
+            return 3
+        except Exception as exc:  # a CUDA error: the context is gone, so stop here
+            name = type(exc).__name__
+            text = str(exc)
+            if "illegal" in text.lower() or "ILLEGAL" in text:
+                text = (f"the kernel made an illegal memory access on {M}x{N}x{K} ({name}: {text}). An address "
+                        "outside the matrices or outside shared memory: check the offsets you compute.")
+            elif "misaligned" in text.lower():
+                text = (f"the kernel made a misaligned access on {M}x{N}x{K} ({name}: {text}). ldmatrix, cp.async "
+                        "and mbarriers need aligned shared-memory addresses.")
+            else:
+                text = f"the run on {M}x{N}x{K} failed: {name}: {text}"
+            print(json.dumps({"shape": [M, N, K], "error": text}), flush=True)
+            return 3
+        print(json.dumps({"shape": [M, N, K], "seed": seed, "passed": result.passed, "summary": result.summary(),
+                          "first_bad": result.first_bad}), flush=True)
+        if not result.passed:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

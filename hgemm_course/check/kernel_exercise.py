@@ -1,0 +1,369 @@
+"""The machinery shared by the kernel exercises (a whole ``.cu`` file with one region to fill in).
+
+A kernel exercise is checked in two parts:
+
+1. **CPU, always.** The learner's file is compiled whole with NVRTC for the rung's target and
+   template instantiation; a compile error is reported at the learner's own file and line
+   (``exercises/ex07_mbarrier.cu:123: error: ...``). Then ptxas's resource report must show
+   no spills, the PTX must contain the instructions the exercise is about, and the exercise's
+   own structural check runs (instruction counts, a model of the pipeline, ...).
+2. **GPU, when there is one.** The learner's kernel runs through the rung's launcher in a
+   separate process (``python -m hgemm_course.check.gpu_run``) with a timeout, on random
+   inputs whose sizes leave tails in M, N and K. An illegal address, a hang or a wrong
+   element is reported; the notebook's own CUDA context never sees the learner's kernel.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..paths import REPO_ROOT
+from .feedback import CheckResult, Failure
+
+GPU_TIMEOUT_S = 120
+GPU_SHAPES = ((1000, 1000, 1000), (257, 136, 72), (384, 512, 4096))   # tails in M, N and K; a long K
+
+
+@dataclass(frozen=True)
+class PtxRule:
+    """The PTX must contain ``instruction`` (a prefix of an opcode); ``why`` says what it does."""
+
+    instruction: str
+    why: str
+
+
+@dataclass(frozen=True)
+class KernelExercise:
+    """A ``.cu`` exercise: the rung's kernel with one region for the learner to write."""
+
+    name: str                       # "ex07_mbarrier"
+    rung: str                       # "07": whose launcher, template instantiation and target it uses
+    description: str                # one line for ``hgemm-course check --list``
+    ptx_rules: tuple[PtxRule, ...]  # instructions the finished region must produce
+    structural: Callable[["Compiled"], str] | None = None  # raises Failure or returns a note
+    gpu_shapes: tuple[tuple[int, int, int], ...] = GPU_SHAPES
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}.cu"
+
+
+@dataclass
+class Compiled:
+    """What the CPU part knows about the learner's kernel."""
+
+    path: Path
+    text: str
+    ptx: str                         # PTX of the whole module
+    kernel_ptx: str                  # PTX of the kernel's entry only
+    registers: int
+    spills: int
+    opcodes: Counter = field(default_factory=Counter)
+
+    def regions(self) -> list[tuple[str, int]]:
+        """The learner's regions (between the BEGIN/END SOLUTION markers), each with its first line
+        number; the whole file from line 1 when the markers are gone."""
+        lines = self.text.splitlines()
+        out, start = [], None
+        for i, line in enumerate(lines):
+            if line.strip() == "// BEGIN SOLUTION" and start is None:
+                start = i + 1
+            elif line.strip() == "// END SOLUTION" and start is not None:
+                out.append(("\n".join(lines[start:i]), start + 1))
+                start = None
+        return out or [(self.text, 1)]
+
+    def todo_hint(self) -> str | None:
+        """The TODO comments left in the regions, joined into sentences, if they are still there."""
+        hints = []
+        for region, _ in self.regions():
+            lines = [line.strip().removeprefix("//").strip() for line in region.splitlines()
+                     if line.strip().startswith("//")]
+            if lines and lines[0].startswith("TODO:"):
+                hints.append(" ".join([lines[0].removeprefix("TODO:").strip(), *lines[1:]]))
+        return " ".join(hints) or None
+
+
+def display_path(path: Path) -> str:
+    """``exercises/ex07_mbarrier.cu`` for a file of the checkout, else the path as given."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT)) if REPO_ROOT else str(path)
+    except ValueError:
+        return str(path)
+
+
+def default_source(exercise: KernelExercise) -> Path:
+    roots = [REPO_ROOT] if REPO_ROOT is not None else []
+    roots.append(Path.cwd())
+    for root in roots:
+        path = root / "exercises" / exercise.file_name
+        if path.is_file():
+            return path
+    raise Failure(f"Cannot find exercises/{exercise.file_name} (looked in "
+                  + ", ".join(str(r / "exercises") for r in roots)
+                  + f"). Pass the path of your file: hgemm-course check {exercise.name} --path FILE.")
+
+
+def opcode_counts(ptx: str) -> Counter:
+    """How often each PTX opcode (``wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32``) occurs."""
+    counts: Counter = Counter()
+    for line in ptx.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("//", ".", "{", "}", "$")) or line.endswith(":"):
+            continue
+        if line.startswith("@"):
+            line = line.split(None, 1)[1] if " " in line else ""
+        opcode = line.split(None, 1)[0].rstrip(";") if line else ""
+        if opcode:
+            counts[opcode] += 1
+    return counts
+
+
+def count(opcodes: Counter, prefix: str) -> int:
+    return sum(n for op, n in opcodes.items() if op.startswith(prefix))
+
+
+def entry_ptx(ptx: str, mangled: str) -> str:
+    """The PTX of one entry: from its ``.entry`` line to the next function (inline asm opens and
+    closes its own braces, so braces do not tell where the entry ends)."""
+    start = ptx.find(f".entry {mangled}(")
+    if start < 0:
+        return ptx
+    end = re.compile(r"^\s*(?:\.weak\s+|\.visible\s+)*\.(?:entry|func)\s", re.M).search(ptx, start + 1)
+    return ptx[start:end.start() if end else len(ptx)]
+
+
+def compile_learner(exercise: KernelExercise, path: Path) -> Compiled:
+    """Compile the learner's file whole for the rung's target; a compile error becomes a Failure
+    at the learner's file and line."""
+    from ..build import CompileError, compile_cuda
+    from ..ladder import get
+
+    rung = get(exercise.rung)
+    path = Path(path)
+    if not path.is_file():
+        raise Failure(f"There is no file {path}.")
+    shown = display_path(path)
+    try:
+        module = compile_cuda(path.resolve(), name_expressions=rung.name_expressions, arch=rung.arch)
+    except CompileError as exc:
+        raise Failure(_compile_message(exc, path, shown),
+                      {"input": shown, "expected": "a kernel that compiles", "got": exc.errors[:1] or exc.log}) from None
+    except RuntimeError as exc:    # an instantiation the file no longer defines, NVRTC missing, ...
+        raise Failure(f"{shown} could not be compiled: {exc}\nKeep the kernel's name and template parameters "
+                      "as the exercise gave them.") from None
+    expression = rung.name_expressions[0]
+    resources = module.resources_of(expression)
+    kernel_ptx = entry_ptx(module.ptx, module.lowered.get(expression, expression))
+    return Compiled(path, path.read_text(), module.ptx, kernel_ptx, resources.registers, resources.spills,
+                    opcode_counts(kernel_ptx))
+
+
+def _compile_message(exc, path: Path, shown: str) -> str:
+    """The compiler's errors, the learner's own first, each as ``file:line: error: message`` and the line."""
+    mine = str(path.resolve())
+    lines = path.read_text().splitlines()
+    out = []
+    errors = [e for e in exc.errors if e["kind"] != "warning"] or exc.errors
+    errors.sort(key=lambda e: Path(e["file"]).resolve() != Path(mine))
+    for err in errors[:5]:
+        in_mine = str(Path(err["file"]).resolve()) == mine
+        where = shown if in_mine else display_path(Path(err["file"]))
+        out.append(f"{where}:{err['line']}: {err['kind']}: {err['message']}")
+        if in_mine and 1 <= err["line"] <= len(lines):
+            out.append(f"    {lines[err['line'] - 1].strip()}")
+    if not out:
+        out = [exc.log.strip()]
+    return f"{shown} does not compile:\n" + "\n".join(out) + "\nFix the first error and check again."
+
+
+def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
+    """Resources, PTX rules and the exercise's structural check; returns the notes of what passed."""
+    shown = display_path(compiled.path)
+    if compiled.spills:
+        raise Failure(f"{shown}: ptxas spills {compiled.spills} bytes to local memory ({compiled.registers} registers). "
+                      "The rung's kernel does not spill; an array indexed with a value the compiler cannot "
+                      "unroll (a loop without #pragma unroll, a runtime index) forces it to.",
+                      {"input": shown, "expected": "no spills", "got": f"{compiled.spills} bytes"})
+    for rule in exercise.ptx_rules:
+        if count(compiled.opcodes, rule.instruction) == 0:
+            hint = compiled.todo_hint()
+            message = f"{shown}: the kernel's PTX has no {rule.instruction}: {rule.why}"
+            if hint:
+                lines = [str(line) for _, line in compiled.regions()]
+                where = f"region at line {lines[0]} is" if len(lines) == 1 else f"regions at lines {', '.join(lines)} are"
+                message += (f"\nThe {where} not written yet (the TODO is still there)."
+                            f"\nHint: {hint}")
+            raise Failure(message, {"input": shown, "expected": rule.instruction, "got": "absent"})
+    notes = [f"compiles for sm_90a: {compiled.registers} registers, no spills",
+             "PTX has " + ", ".join(f"{count(compiled.opcodes, r.instruction)} x {r.instruction}"
+                                    for r in exercise.ptx_rules)]
+    if exercise.structural is not None:
+        note = exercise.structural(compiled)
+        if note:
+            notes.append(note)
+    return notes
+
+
+def run_on_gpu(exercise: KernelExercise, path: Path, *, timeout: float = GPU_TIMEOUT_S, seed: int = 0) -> str:
+    """Run the learner's kernel through the rung's launcher in a child process; a Failure on
+    a compile, launch or verification problem, a timeout (hang) or a crash (illegal address)."""
+    shown = display_path(path)
+    command = [sys.executable, "-m", "hgemm_course.check.gpu_run", exercise.rung, str(Path(path).resolve()),
+               "--seed", str(seed), "--shapes", *(f"{m}x{n}x{k}" for m, n, k in exercise.gpu_shapes)]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{shown}: the kernel did not finish within {timeout:.0f} s: it hangs. A wait on an mbarrier "
+                      "phase that never completes spins forever; check which phase each wait asks for.",
+                      {"input": shown, "expected": "the kernel finishes", "got": "timeout (hang)"}) from None
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    for result in results:
+        if "error" in result:
+            raise Failure(f"{shown}: {result['error']}", {"input": result.get("shape"), "expected": None,
+                                                          "got": result["error"].splitlines()[0]})
+        if not result["passed"]:
+            bad = result["first_bad"] or {}
+            M, N, K = result["shape"]
+            where = (f"first wrong element C[{bad['row']}, {bad['col']}]: expected {bad['expected']:.5g}, "
+                     f"got {bad['got']:.5g}" if bad else "the errors are too large")
+            raise Failure(f"{shown}: wrong result on {M}x{N}x{K} (seed {result['seed']}): {where}.\n"
+                          f"  {result['summary']}",
+                          {"input": {"M": M, "N": N, "K": K, **({k: bad[k] for k in ('row', 'col')} if bad else {})},
+                           "expected": bad.get("expected"), "got": bad.get("got")})
+    if proc.returncode != 0 or not results:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        raise Failure(f"{shown}: the GPU run stopped (exit code {proc.returncode}):\n{tail}",
+                      {"input": shown, "expected": "a clean run", "got": f"exit code {proc.returncode}"})
+    shapes = ", ".join("x".join(map(str, r["shape"])) for r in results)
+    return f"on this GPU: right on {shapes} (random inputs, tails in M, N and K)"
+
+
+def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gpu: bool | None = None,
+                 timeout: float = GPU_TIMEOUT_S) -> CheckResult:
+    """Both parts: the CPU part always, the GPU part when ``gpu`` (default: a GPU is here)."""
+    try:
+        source = Path(path) if path is not None else default_source(exercise)
+        compiled = compile_learner(exercise, source)
+        notes = cpu_checks(exercise, compiled)
+        if gpu is None:
+            from ..device import has_gpu
+
+            gpu = has_gpu()
+        if gpu:
+            notes.append(run_on_gpu(exercise, source, timeout=timeout))
+        else:
+            notes.append("No GPU here, so the kernel was not run: the checks above are what the CPU can do. "
+                         "On a GPU the checker also runs it and compares C with a reference.")
+    except Failure as failure:
+        return CheckResult(exercise.name, False, failure.message, failure.first_failure)
+    part = "" if gpu else " (the CPU part; no GPU here)"
+    return CheckResult(exercise.name, True, f"Passed{part}:\n" + "\n".join(f"- {n}" for n in notes))
+
+
+# --------------------------------------------------------------- reading C expressions of a region
+
+class CInt(int):
+    """An int with C's ``/`` and ``%`` (truncating toward zero), for evaluating a learner's index math."""
+
+    def _wrap(self, value):
+        return CInt(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    def __truediv__(self, other):
+        if int(other) == 0:
+            raise ZeroDivisionError("division by zero")
+        q = abs(int(self)) // abs(int(other))
+        return CInt(q if (self >= 0) == (other >= 0) else -q)
+
+    def __rtruediv__(self, other):
+        return CInt(other).__truediv__(self)
+
+    def __mod__(self, other):
+        return CInt(int(self) - int(other) * int(self.__truediv__(other)))
+
+    def __rmod__(self, other):
+        return CInt(other).__mod__(self)
+
+    __floordiv__ = __truediv__
+
+    def __add__(self, other):
+        return self._wrap(int(self) + int(other))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self._wrap(int(self) - int(other))
+
+    def __rsub__(self, other):
+        return self._wrap(int(other) - int(self))
+
+    def __mul__(self, other):
+        return self._wrap(int(self) * int(other))
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return CInt(-int(self))
+
+    def __and__(self, other):
+        return self._wrap(int(self) & int(other))
+
+    __rand__ = __and__
+
+    def __xor__(self, other):
+        return self._wrap(int(self) ^ int(other))
+
+    __rxor__ = __xor__
+
+    def __or__(self, other):
+        return self._wrap(int(self) | int(other))
+
+    __ror__ = __or__
+
+
+_TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+[uU]?|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%()<>!&|^~,])")
+_KEYWORDS = {"&&": " and ", "||": " or ", "!": " not "}
+
+
+class Unsupported(Exception):
+    """The region uses C the small evaluator does not read; the GPU run decides instead."""
+
+
+def c_expression(text: str) -> str:
+    """A C integer expression as Python source evaluated with :class:`CInt` variables."""
+    out, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise Unsupported(f"cannot read {text[pos:]!r}")
+        token = m.group(1)
+        pos = m.end()
+        if token[0].isdigit():
+            out.append(f"CInt({int(token.rstrip('uU'), 0)})")
+        elif token in _KEYWORDS:
+            out.append(_KEYWORDS[token])
+        elif token in ("true", "false"):
+            out.append("True" if token == "true" else "False")
+        else:
+            out.append(token)
+    return "".join(out)
+
+
+def evaluate(expression: str, env: dict) -> int:
+    """Evaluate a C integer expression with the names in ``env``."""
+    try:
+        value = eval(c_expression(expression), {"__builtins__": {}, "CInt": CInt},  # noqa: S307 - C subset only
+                     {k: CInt(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in env.items()})
+    except Unsupported:
+        raise
+    except Exception as exc:
+        raise Unsupported(f"cannot evaluate {expression.strip()!r}: {exc}") from None
+    return int(value)

@@ -1,0 +1,21 @@
+from hgemm_course import chapter
+
+
+def test_show_recorded_labels_its_source(capsys):
+    rows = chapter.show_recorded("07", sizes=[8192])
+    out = capsys.readouterr().out
+    assert rows and all(r["rung"] == "07" and r["M"] == 8192 for r in rows)
+    assert out.startswith("RECORDED on the NVIDIA H200 (bench_")
+
+
+def test_show_recorded_says_when_there_is_nothing(capsys):
+    assert chapter.show_recorded("99") == []
+    assert "No recorded result for rung 99 yet" in capsys.readouterr().out
+
+
+def test_recorded_ncu_reads_the_tuning_profile():
+    name, metrics = chapter.recorded_ncu("k06_supertile")
+    assert name.endswith("_ncu.txt")
+    assert 0 < metrics["lts__t_sector_hit_rate.pct"] <= 100
+    assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"] == 0
+    assert chapter.recorded_ncu("k99_nothing")[1] == {}

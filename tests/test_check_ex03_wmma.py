@@ -1,0 +1,80 @@
+"""ex03_wmma: the kernel exercise is compiled whole; mistakes are reported at the learner's line."""
+from pathlib import Path
+
+import pytest
+
+from hgemm_course.check import check
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = (ROOT / "solutions" / "ex03_wmma.cu").read_text()
+MMA = "wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);"
+
+
+def _mine(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ex03_wmma.cu"
+    path.write_text(text)
+    return path
+
+
+def test_solution_passes_the_cpu_part():
+    result = check("ex03", ROOT / "solutions" / "ex03_wmma.cu", gpu=False)
+    assert result.passed, str(result)
+    assert "no spills" in result.message and "No GPU here" in result.message
+
+
+def test_untouched_exercise_fails_with_the_hint():
+    result = check("ex03", gpu=False)
+    assert not result.passed
+    assert "has no wmma.mma.sync" in result.message
+    assert "Hint: load a_frag[i]" in result.message
+    assert "Traceback" not in str(result)
+
+
+def test_syntax_error_is_reported_at_the_learners_line(tmp_path):
+    lines = SOLUTION.splitlines()
+    at = next(i for i, line in enumerate(lines) if MMA in line)
+    lines[at] = lines[at].replace(";", "")
+    result = check("ex03", _mine(tmp_path, "\n".join(lines) + "\n"), gpu=False)
+    assert not result.passed
+    # NVRTC reports a missing ';' at the next token: the closing brace on the following line
+    assert f"ex03_wmma.cu:{at + 2}: error: expected a \";\"" in result.message
+
+
+def test_missing_products_are_counted(tmp_path):
+    result = check("ex03", _mine(tmp_path, SOLUTION.replace(MMA, "if (i == j) " + MMA)), gpu=False)
+    assert not result.passed
+    assert "issues 16 x wmma.mma.sync, the rung's kernel 64" in result.message
+
+
+def test_unpadded_leading_dimension_is_caught(tmp_path):
+    text = SOLUTION.replace("* A_LD + kk * 16, A_LD);", "* A_LD + kk * 16, BK);")
+    result = check("ex03", _mine(tmp_path, text), gpu=False)
+    assert not result.passed
+    assert "leading dimension [64]" in result.message and "A_LD = 72" in result.message
+
+
+def test_a_function_is_refused():
+    result = check("ex03", lambda: None)
+    assert not result.passed and "pass the path of your .cu file" in result.message
+
+
+@pytest.mark.gpu
+def test_solution_runs_right_on_the_gpu():
+    result = check("ex03", ROOT / "solutions" / "ex03_wmma.cu", gpu=True)
+    assert result.passed, str(result)
+    assert "on this GPU: right on" in result.message
+
+
+@pytest.mark.gpu
+def test_wrong_fragment_offset_is_a_wrong_element_on_the_gpu(tmp_path):
+    text = SOLUTION.replace("b_tile + kk * 16 * B_LD + warp_n * WN + j * 16", "b_tile + kk * 16 * B_LD + warp_n * WN")
+    result = check("ex03", _mine(tmp_path, text), gpu=True)
+    assert not result.passed
+    assert "first wrong element C[" in result.message
+
+
+def test_solution_is_the_rung_kernel():
+    """The exercise is rung 03's kernel: from the template on, only the region markers differ."""
+    kernel = (ROOT / "hgemm_course" / "kernels" / "k03_wmma.cu").read_text()
+    body = "".join(line for line in SOLUTION.splitlines(keepends=True) if "SOLUTION" not in line)
+    assert body[body.index("template <"):] == kernel[kernel.index("template <"):]

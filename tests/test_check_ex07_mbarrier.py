@@ -1,0 +1,122 @@
+"""ex07_mbarrier: the ring's waits, checked by compiling and by a model of the full/empty ring."""
+from pathlib import Path
+
+import pytest
+
+from hgemm_course.check import check
+from hgemm_course.check.ex07_mbarrier import (
+    REFERENCE_REGION,
+    RingError,
+    format_events,
+    parse_region,
+    play_all,
+    simulate_ring,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = (ROOT / "solutions" / "ex07_mbarrier.cu").read_text()
+FULL_WAIT = "mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);"
+EMPTY_PARITY = "(next / STAGES - 1) % 2"
+REFILL = "load_tile(next % STAGES, next);"
+
+
+def _mine(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ex07_mbarrier.cu"
+    path.write_text(text)
+    return path
+
+
+def test_solution_passes_the_cpu_part():
+    result = check("ex07", ROOT / "solutions" / "ex07_mbarrier.cu", gpu=False)
+    assert result.passed, str(result)
+    assert "no stale read, overwrite or hang" in result.message
+    assert "No GPU here" in result.message
+
+
+def test_solution_is_the_rung_kernel():
+    """The exercise is rung 07's kernel: from the template on, only the region markers differ."""
+    kernel = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
+    body = "".join(line for line in SOLUTION.splitlines(keepends=True) if "SOLUTION" not in line)
+    assert body[body.index("template <"):] == kernel[kernel.index("template <"):]
+
+
+def test_untouched_exercise_fails_with_the_hint():
+    result = check("ex07", gpu=False)
+    assert not result.passed
+    assert "has no mbarrier.try_wait.parity" in result.message
+    assert "Hint: if tid == 0 and next < k_tiles" in result.message
+    assert "Traceback" not in str(result)
+
+
+def test_syntax_error_is_reported_at_the_learners_line(tmp_path):
+    lines = SOLUTION.splitlines()
+    at = next(i for i, line in enumerate(lines) if FULL_WAIT in line)
+    lines[at] = lines[at].replace("(kt / STAGES) % 2);", "(kt / STAGES % 2);")
+    result = check("ex07", _mine(tmp_path, "\n".join(lines) + "\n"), gpu=False)
+    assert not result.passed
+    assert f"ex07_mbarrier.cu:{at + 1}: error:" in result.message
+    assert "(kt / STAGES % 2);" in result.message
+
+
+def test_parity_never_flipped_is_a_stale_read(tmp_path):
+    text = SOLUTION.replace(FULL_WAIT, "mbar_wait_parity(full_bar + (kt % STAGES) * 8, 0);")
+    result = check("ex07", _mine(tmp_path, text), gpu=False)
+    assert not result.passed
+    assert "the ring model finds a stale read" in result.message
+    assert "computes slice 4 from stage 0" in result.message
+
+
+def test_missing_empty_wait_is_an_overwrite(tmp_path):
+    text = SOLUTION.replace(f"if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, {EMPTY_PARITY});", "")
+    result = check("ex07", _mine(tmp_path, text), gpu=False)
+    assert not result.passed
+    assert "the ring model finds an overwrite" in result.message and "while warp" in result.message
+
+
+def test_wrong_empty_parity_hangs(tmp_path):
+    text = SOLUTION.replace(EMPTY_PARITY, "(next / STAGES) % 2")
+    result = check("ex07", _mine(tmp_path, text), gpu=False)
+    assert not result.passed
+    assert "The kernel hangs" in result.message and "waits on empty[0] for parity 1" in result.message
+
+
+def test_dropped_refill_hangs():
+    with pytest.raises(RingError) as info:
+        play_all(parse_region(REFERENCE_REGION.replace(REFILL, "")), stages=4, warps=8)
+    assert info.value.kind == "hang" and "waits on full[3] for parity 0" in info.value.message
+
+
+def test_waiting_on_parity_1_before_the_first_round_is_also_right():
+    """The common idiom: no guard, the first empty wait asks for parity 1 and returns at once."""
+    region = REFERENCE_REGION.replace("if (next >= STAGES) mbar_wait_parity", "mbar_wait_parity")
+    assert play_all(parse_region(region), stages=4, warps=8) > 0
+
+
+def test_unreadable_region_leaves_it_to_the_gpu(tmp_path):
+    text = SOLUTION.replace(FULL_WAIT, "{ const unsigned p = kt / STAGES & 1u; mbar_wait_parity(full_bar + (kt % STAGES) * 8, p); }")
+    result = check("ex07", _mine(tmp_path, text), gpu=False)
+    assert result.passed, str(result)
+
+
+def test_ring_trace_is_a_table_of_phases():
+    events = simulate_ring(stages=2, k_tiles=4, warps=2, policy="uniform", seed=1)
+    assert [e["action"] for e in events].count("reads") == 2 * 4
+    assert events[-1]["full_phases"] == [2, 2] and events[-1]["empty_phases"] == [2, 2]
+    assert "full / empty phases" in format_events(events)
+
+
+@pytest.mark.gpu
+def test_solution_runs_right_on_the_gpu():
+    result = check("ex07", ROOT / "solutions" / "ex07_mbarrier.cu", gpu=True)
+    assert result.passed, str(result)
+
+
+@pytest.mark.gpu
+def test_dropped_refill_is_a_hang_on_the_gpu(tmp_path):
+    from hgemm_course.check.ex07_mbarrier import EXERCISE
+    from hgemm_course.check.feedback import Failure
+    from hgemm_course.check.kernel_exercise import run_on_gpu
+
+    path = _mine(tmp_path, SOLUTION.replace(REFILL, ""))
+    with pytest.raises(Failure, match="it hangs"):
+        run_on_gpu(EXERCISE, path, timeout=60)
