@@ -54,9 +54,10 @@ def check(m: TileMap2D, *, box_fills_swizzle_span: bool = True) -> None:
         if not 1 <= value <= 2**32:
             raise ValueError(f"{name}={value}: every global dimension of a tensor map must be in 1..2^32.")
     if m.row_stride % 16:
+        fix = (f"pad {m.cols} columns to {-(-m.cols // 8) * 8}" if m.cols % 8
+               else f"use a row stride of {-(-m.row_stride // 16) * 16} bytes")
         raise ValueError(f"The row stride is {m.row_stride} bytes, not a multiple of 16: TMA needs 16-byte row "
-                         f"strides, so an fp16 row must hold a multiple of 8 elements (pad {m.cols} columns to "
-                         f"{-(-m.cols // 8) * 8}).")
+                         f"strides, so an fp16 row must hold a multiple of 8 elements ({fix}).")
     if m.row_stride < m.cols * FP16_BYTES or m.row_stride >= 2**40:
         raise ValueError(f"The row stride of {m.row_stride} bytes must cover a row ({m.cols} halves = "
                          f"{m.cols * FP16_BYTES} bytes) and be under 2^40.")

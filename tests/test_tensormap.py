@@ -77,3 +77,10 @@ def test_for_matrix_reads_the_layout_of_the_array():
 def test_the_map_is_a_128_byte_scalar():
     assert TENSOR_MAP_DTYPE.itemsize == 128
     assert isinstance(np.zeros(1, dtype=TENSOR_MAP_DTYPE)[0], np.void)
+
+
+def test_odd_row_stride_of_an_aligned_width_names_the_stride_fix():
+    from hgemm_course.tensormap import TileMap2D, check
+
+    with pytest.raises(ValueError, match="use a row stride of 2016 bytes"):
+        check(TileMap2D(address=0, rows=64, cols=1000, row_stride=2008, box_rows=64, box_cols=64))
