@@ -153,6 +153,15 @@ def cmd_ceilings(args) -> int:
     return 0
 
 
+def cmd_limits(args) -> int:
+    from .limits import format_limits, run_all
+
+    path, data = run_all(n=args.size, folder=args.out_dir)
+    print(format_limits(data))
+    print(f"written to {path}")
+    return 0
+
+
 def cmd_results(args) -> int:
     from .harness import format_table
     from .results import load_records
@@ -318,6 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ceilings", help="measure the roofline's ceilings: copy bandwidth and cuBLAS fp16")
     s.add_argument("--out-dir", type=Path)
     s.set_defaults(fn=cmd_ceilings)
+
+    s = sub.add_parser("limits", help="chapter 08's experiments: occupancy cliffs, carveout, BK=32, BN and stages")
+    s.add_argument("--size", type=int, default=8192)
+    s.add_argument("--out-dir", type=Path)
+    s.set_defaults(fn=cmd_limits)
 
     s = sub.add_parser("results", help="the recorded GPU results")
     s.add_argument("--json", action="store_true")
