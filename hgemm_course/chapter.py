@@ -67,3 +67,39 @@ def recorded_ncu(kernel: str) -> tuple[str | None, dict[str, float]]:
         elif current == kernel and (m := _NCU_METRIC.match(line)):
             metrics[m.group(1)] = float(m.group(2).replace(",", ""))
     return files[-1].name, metrics
+
+
+def model_vs_hardware(check: str) -> list[dict]:
+    """Print the newest recorded model-vs-ncu comparison (``check`` is "banks" or "l2"); returns its records."""
+    from .results import load_runs
+
+    runs = load_runs(kind=f"model_{check}")
+    if not runs:
+        print(f"No recorded {check} comparison yet: scripts/h200_model_checks.sh on the H200 records one.")
+        return []
+    path, data = runs[-1]
+    prov = data["provenance"]
+    print(f"RECORDED on the {prov['gpu']} ({path.name}, measured {str(prov.get('measured_at', prov['date']))[:10]}):")
+    print(f"{'configuration':<26} {'quantity':<34} {'model':>12} {'ncu':>12}  verdict")
+    for r in data["records"]:
+        verdict = "agree" if r["agree"] else "DISAGREE"
+        if isinstance(r["model"], list):        # a ranking, not a number
+            print(f"{r['quantity']}: model {' > '.join(r['model'])}; ncu {' > '.join(r['hardware'])}: {verdict}")
+            continue
+        print(f"{r['config']['name']:<26} {r['quantity'][:34]:<34} {r['model']:>12,.6g} {r['hardware']:>12,.6g}  {verdict}")
+    return data["records"]
+
+
+def show_limits() -> dict | None:
+    """Print the newest recorded chapter-08 experiments (``hgemm-course limits`` on a GPU)."""
+    from .limits import format_limits
+    from .results import load_runs
+
+    runs = load_runs(kind="limits")
+    if not runs:
+        print("No recorded chapter-08 run yet: `hgemm-course limits` on the H200 records one.")
+        return None
+    path, data = runs[-1]
+    print(f"RECORDED on the {data['provenance']['gpu']} ({path.name}, {data['provenance']['date'][:10]}):")
+    print(format_limits(data["records"][0]))
+    return data["records"][0]

@@ -19,3 +19,12 @@ def test_recorded_ncu_reads_the_tuning_profile():
     assert 0 < metrics["lts__t_sector_hit_rate.pct"] <= 100
     assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"] == 0
     assert chapter.recorded_ncu("k99_nothing")[1] == {}
+
+
+def test_model_vs_hardware_prints_the_recorded_comparison(capsys):
+    records = chapter.model_vs_hardware("banks")
+    out = capsys.readouterr().out
+    assert records and out.startswith("RECORDED on the NVIDIA H200 (model_banks_")
+    assert {r["check"] for r in records} == {"banks"}
+    assert all({"model", "hardware", "agree"} <= set(r) for r in records)
+    assert chapter.model_vs_hardware("nothing") == []
