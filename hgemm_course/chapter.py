@@ -5,12 +5,9 @@ labelled with their file and date, never presented as if they had just run.
 """
 from __future__ import annotations
 
-import re
-
 from .device import has_gpu
 from .harness import bench, format_table, verify
 from .ladder import get
-from .paths import results_dir
 from .results import load_records
 
 
@@ -45,28 +42,6 @@ def run_or_show(rung_ids, shapes, sizes) -> None:
     print(f"no GPU here: {rung.name_expressions[0]} compiles for {rung.arch}: {res.registers} registers, "
           f"{rung.extra['smem_bytes']} bytes of dynamic shared memory, {res.spills} bytes spilled; not run.")
     show_recorded(*rung_ids, sizes=sizes)
-
-
-_NCU_KERNEL = re.compile(r"^\s*void (\w+)<")
-_NCU_METRIC = re.compile(r"^\s*(\w+__[\w.]+)\s+(?:\S+\s+)?([\d,.]+)\s*$")
-
-
-def recorded_ncu(kernel: str) -> tuple[str | None, dict[str, float]]:
-    """Metrics Nsight Compute recorded for the first profile of ``kernel`` (e.g. "k05_swizzle") in the
-    newest results/tuning/*_ncu.txt: (file name, {metric: value}); (None, {}) when there is none."""
-    files = sorted((results_dir() / "tuning").glob("*_ncu.txt"))
-    if not files:
-        return None, {}
-    metrics: dict[str, float] = {}
-    current = None
-    for line in files[-1].read_text().splitlines():
-        if m := _NCU_KERNEL.match(line):
-            if current == kernel and metrics:
-                break
-            current = m.group(1)
-        elif current == kernel and (m := _NCU_METRIC.match(line)):
-            metrics[m.group(1)] = float(m.group(2).replace(",", ""))
-    return files[-1].name, metrics
 
 
 def model_vs_hardware(check: str) -> list[dict]:

@@ -13,14 +13,6 @@ def test_show_recorded_says_when_there_is_nothing(capsys):
     assert "No recorded result for rung 99 yet" in capsys.readouterr().out
 
 
-def test_recorded_ncu_reads_the_tuning_profile():
-    name, metrics = chapter.recorded_ncu("k06_supertile")
-    assert name.endswith("_ncu.txt")
-    assert 0 < metrics["lts__t_sector_hit_rate.pct"] <= 100
-    assert metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"] == 0
-    assert chapter.recorded_ncu("k99_nothing")[1] == {}
-
-
 def test_model_vs_hardware_prints_the_recorded_comparison(capsys):
     records = chapter.model_vs_hardware("banks")
     out = capsys.readouterr().out

@@ -1,0 +1,142 @@
+// Rung 09: rung 07's TMA ring feeding Hopper's warpgroup MMA. The CTA is one warpgroup (four
+// warps) that issues wgmma.mma_async: the tensor cores read A and B straight from the swizzled
+// stages through 64-bit shared-memory descriptors, so ldmatrix, the B transpose and the per-warp
+// fragments are gone, and one instruction multiplies 64 x BN x 16. wgmma is asynchronous: slice
+// kt's products are still running while the warpgroup waits for slice kt + 1, so a stage is
+// freed one slice later than in rung 07 and the ring runs STAGES - 2 slices ahead.
+#include "common.cuh"
+#include "fence.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+// C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
+// A CTA computes a (BM, BN) tile of C with one warpgroup, BM / 64 wgmma products of (64, BN)
+// each; the K loop walks BK-wide slices through a STAGES-deep TMA + mbarrier ring. The 1-D grid
+// holds cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) super tiles of SUPER_M * SUPER_N CTAs.
+template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N>
+__global__ void __launch_bounds__(128, 1)
+k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
+        const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
+        const __grid_constant__ TensorMap tmap_b) { // B (K, N): boxes of (BK, 64), SWIZZLE_128B
+    constexpr int THREADS = 128;                      // one warpgroup
+    constexpr int FRAG_M = BM / 64;                   // m64 wgmma products per k16 step
+    constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
+    constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
+    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
+    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
+    static_assert(BK == 64, "a stage row of A is one 128-byte swizzle row: BK = 64 halves");
+    static_assert(BM % 64 == 0 && BN % 64 == 0, "whole m64 products and whole 64-column panels of B");
+    static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
+
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
+                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
+    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
+    const unsigned full_bar = b_smem + STAGES * B_STAGE; // STAGES mbarriers: the stage's bytes have landed
+    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every warp is done with the stage
+
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid / 32;                        // warp of the warpgroup: rows 16 * warp.. of each product
+
+    const int grid_m = cdiv(M, BM);
+    const int grid_n = cdiv(N, BN);
+    const int sb = blockIdx.x / (SUPER_M * SUPER_N);  // which super tile
+    const int in_sb = blockIdx.x % (SUPER_M * SUPER_N); // which tile inside it
+    const int sb_m = sb / cdiv(grid_n, SUPER_N);      // super tiles: m slow,
+    const int sb_n = sb % cdiv(grid_n, SUPER_N);      //              n fast
+    const int bid_m = sb_m * SUPER_M + in_sb / SUPER_N; // tile row of C: m slow inside,
+    const int bid_n = sb_n * SUPER_N + in_sb % SUPER_N; // tile column of C: n fast inside
+    if (bid_m >= grid_m || bid_n >= grid_n) return;   // the edge super tiles are not full
+    const int m0 = bid_m * BM;
+    const int n0 = bid_n * BN;
+    const int k_tiles = cdiv(K, BK);
+
+    // One k-slice into one stage, asked for by one thread: the (BM, BK) box of A and BN / 64
+    // (BK, 64) boxes of B, all counted on the stage's full barrier. Boxes reaching past M, N
+    // or K arrive zero-filled, so the tails add nothing to the sums.
+    auto load_tile = [&](int stage, int kt) {
+        const int k0 = kt * BK;
+        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+#pragma unroll
+        for (int p = 0; p < BN / 64; ++p) {
+            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+        }
+    };
+
+    // Shared-memory descriptors of a stage's operands (wgmma.cuh), the swizzle being TMA's own.
+    // A (BM, BK) is K-major: 128-byte rows along K, 8-row atoms 1024 bytes apart along M; a k16
+    // step moves the start 32 bytes along the rows, product i starts 64 rows (8192 bytes) down.
+    // B (BK, BN) is row-major, so N is contiguous: MN-major, wgmma's "transposed" B. Its 8-k-row
+    // atoms lie 1024 bytes apart along K (the stride offset), its 64-column panels B_PANEL bytes
+    // apart along N (the leading offset); a k16 step moves the start 16 rows = 2048 bytes down.
+    auto desc_a = [&](unsigned a_stage, int i, int kk) {
+        return wgmma_desc_128b(a_stage + i * 64 * 128 + kk * 32, WGMMA_KMAJOR_LBO_UNUSED, WGMMA_SWIZZLE_ATOM_BYTES);
+    };
+    auto desc_b = [&](unsigned b_stage, int kk) {
+        return wgmma_desc_128b(b_stage + kk * 16 * 128, B_PANEL, WGMMA_SWIZZLE_ATOM_BYTES);
+    };
+
+    float acc[FRAG_M][FRAG_N][4] = {};                // (BM, BN) fp32 accumulators of the warpgroup
+
+    // ---- prologue: set up the barriers, fill STAGES - 2 stages ----------------------------
+    if (tid == 0) {
+        tma_prefetch_descriptor(&tmap_a);
+        tma_prefetch_descriptor(&tmap_b);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bar + s * 8, 1);
+            mbar_init(empty_bar + s * 8, THREADS / 32);
+        }
+        fence_mbarrier_init();
+#pragma unroll
+        for (int s = 0; s < STAGES - 2; ++s) {
+            if (s < k_tiles) load_tile(s, s);
+        }
+    }
+    __syncthreads();
+
+    // ---- main loop: refill the stage freed last iteration, wait for slice kt, compute ----
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        const int next = kt + STAGES - 2;
+        if (tid == 0 && next < k_tiles) {
+            if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, (next / STAGES - 1) % 2);
+            load_tile(next % STAGES, next);
+        }
+        __syncwarp();                                 // warp 0 whole again before its warpgroup-wide wgmma
+        mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);
+
+        const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
+        wgmma_fence();                                // the accumulators are settled before wgmma reads them
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+                wgmma_m64nNk16<BN, WgmmaMajor::K, WgmmaMajor::MN>(acc[i], desc_a(a_stage, i, kk), desc_b(b_stage, kk),
+                                                                  /*scale_d=*/true);
+            }
+        }
+        wgmma_commit_group();
+        wgmma_wait_group<1>();                        // slice kt - 1's products are done; slice kt's run on
+        __syncwarp();
+        if (kt > 0 && lane == 0) mbar_arrive(empty_bar + ((kt - 1) % STAGES) * 8);
+    }
+    wgmma_wait_group<0>();                            // the last slice's products
+
+    // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            const int row = m0 + i * 64 + warp * 16 + lane / 4;
+            const int col = n0 + j * 8 + (lane % 4) * 2;
+            store_pair_guarded(C, M, N, row, col, acc[i][j][0], acc[i][j][1]);
+            store_pair_guarded(C, M, N, row + 8, col, acc[i][j][2], acc[i][j][3]);
+        }
+    }
+}
