@@ -274,16 +274,19 @@ def _tour_with_gpu(args) -> int:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})")
     if not records:
         return 1
-    path = write_run(records)
+    path = write_run(records, folder=args.out_dir)
     print(format_table(records))
     print(f"written to {path}")
     import matplotlib
 
     matplotlib.use("Agg")
+    from .results import load_records
     from .viz import FIGURES
 
-    FIGURES["ladder"]().savefig("ladder.png", dpi=120, bbox_inches="tight")
-    print("plot: ladder.png")
+    plot = path.parent / "ladder.png"
+    FIGURES["ladder"](records=[r for r in load_records(path.parent) if r["file"] == path.name]).savefig(
+        plot, dpi=120, bbox_inches="tight")
+    print(f"plot of this run: {plot}")
     return len(failures)
 
 
@@ -304,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("tour", help="the main job: doctor, compile, verify (and time, on a GPU), results")
     s.add_argument("--sizes", nargs="+", type=_parse_size)
+    s.add_argument("--out-dir", type=Path, help="where a GPU tour writes its results (default results/)")
     s.set_defaults(fn=cmd_tour)
 
     s = sub.add_parser("compile", help="compile every CUDA rung for sm_90a and print the resource report")

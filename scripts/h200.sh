@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The course's run on the H200, from the repository root, through the device tool:
 #   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
-# Steps (STEPS env, default all): doctor, ceilings, gpu tests, bench (SIZES, RUNGS), notebooks.
+# Steps (STEPS env, default all): doctor, ceilings, gpu tests, tour (the main job: every rung verified
+# and timed at SIZES, with its plot), bench (RUNGS at SIZES), notebooks.
 # Everything it writes goes under $OUT; results/*.json from the bench come back to commit.
 set -uo pipefail
 OUT=${OUT:-$PWD/.device_out}
-STEPS=${STEPS:-"doctor ceilings tests bench notebooks"}
+STEPS=${STEPS:-"doctor ceilings tests tour notebooks"}
 SIZES=${SIZES:-"1024 2048 4096 8192"}
 RUNGS=${RUNGS:-}
 PYTEST_ARGS=${PYTEST_ARGS:-}
@@ -31,6 +32,11 @@ fi
 if step tests; then
   # shellcheck disable=SC2086
   python3 -m pytest -m gpu tests -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_gpu.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
+if step tour; then
+  # shellcheck disable=SC2086
+  hg tour --sizes $SIZES --out-dir "$OUT" 2>&1 | tee "$OUT/tour.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step bench; then

@@ -76,6 +76,14 @@ def test_ladder_data():
         viz.ladder_figure(records=[])
 
 
+def test_ladder_grid_data_has_one_cell_per_rung_and_size():
+    data = viz.ladder_grid_data(FAKE_RECORDS)
+    assert data["rungs"] == ["03", "05"] and data["sizes"] == sorted({r["M"] for r in FAKE_RECORDS})
+    for r in FAKE_RECORDS:
+        assert data["pct_cublas"][data["rungs"].index(r["rung"]), data["sizes"].index(r["M"])] == r["pct_cublas"]
+    assert np.isnan(data["pct_cublas"]).sum() == len(data["rungs"]) * len(data["sizes"]) - len(FAKE_RECORDS)
+
+
 FAKE_CEILINGS = {"cublas_tflops": 700.0, "bandwidth_gbs": 4000.0, "gpu": "NVIDIA H200", "date": "2026-11-29"}
 
 

@@ -5,7 +5,7 @@ Every figure is a function with keyword arguments and defaults that returns a ma
 ``FIGURES[name]().savefig(path)`` is what ``hgemm-course viz name`` runs.
 """
 from .fragments import fragments_data, fragments_figure
-from .ladder import ladder_data, ladder_figure
+from .ladder import ladder_data, ladder_figure, ladder_grid_data
 from .memory import banks_data, banks_figure, swizzle_data, swizzle_figure
 from .occupancy import occupancy_data, occupancy_figure
 from .roofline import roofline_data, roofline_figure
@@ -24,6 +24,6 @@ FIGURES = {
 
 __all__ = [
     "FIGURES", "banks_data", "banks_figure", "cta_order_data", "cta_order_figure", "fragments_data",
-    "fragments_figure", "l2_supertile_data", "l2_supertile_figure", "ladder_data", "ladder_figure",
+    "fragments_figure", "l2_supertile_data", "l2_supertile_figure", "ladder_data", "ladder_figure", "ladder_grid_data",
     "occupancy_data", "occupancy_figure", "roofline_data", "roofline_figure", "swizzle_data", "swizzle_figure",
 ]
