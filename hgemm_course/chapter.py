@@ -78,3 +78,47 @@ def show_limits() -> dict | None:
     print(f"RECORDED on the {data['provenance']['gpu']} ({path.name}, {data['provenance']['date'][:10]}):")
     print(format_limits(data["records"][0]))
     return data["records"][0]
+
+
+def show_tuning(rung: str, *, also: tuple[str, ...] = (), folder=None) -> list[dict]:
+    """Print the variants of ``rung`` (and of the rungs in ``also``) from the newest tuning run that
+    measured it (``results/tuning/*.json``), with cuBLAS from the same process, labelled as recorded
+    during tuning with file and date; returns the rows printed (cuBLAS excluded)."""
+    import json
+    from pathlib import Path
+
+    from .paths import results_dir
+
+    folder = Path(folder) if folder is not None else results_dir() / "tuning"
+    runs = [(path, json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))]
+    runs = [(p, d) for p, d in runs if "variants" in d and any(v["rung"] == rung for v in d["variants"])]
+    if not runs:
+        print(f"No recorded tuning run of rung {rung} yet: the tuning scripts under scripts/ record one on a GPU.")
+        return []
+    path, data = max(runs, key=lambda pd: (pd[1]["provenance"]["date"], pd[0].name))
+    prov = data["provenance"]
+    sizes = [str(s) for s in prov["sizes"]]
+    print(f"RECORDED during tuning on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
+          f"{prov.get('script', 'a tuning script')}, medians of {prov['repeats']} launches, cuBLAS in the same process")
+    print(f"{'rung':<5}{'variant':<34}{'regs':>5}{'CTA/SM':>7}" + "".join(f"{n + '^3 TF/s (%cuBLAS)':>24}" for n in sizes))
+    print(f"{'':<5}{'cuBLAS (cupy.matmul fp16)':<34}{'':>12}" + "".join(f"{data['cublas'][n]['tflops']:>24.1f}" for n in sizes))
+    rows = []
+    for v in data["variants"]:
+        if v["rung"] != rung and v["rung"] not in also:
+            continue
+        row = {"rung": v["rung"], "label": v["label"], "name": v["name"], "registers": v["registers"],
+               "ctas_per_sm": v["ctas_per_sm"], "passed": v["passed"], "file": path.name, "date": prov["date"],
+               "gpu": prov["gpu"], "tflops": {int(n): t["tflops"] for n, t in v["timing"].items()},
+               "pct_cublas": {int(n): t["pct_cublas"] for n, t in v["timing"].items()}}
+        rows.append(row)
+        label = v["label"]
+        if label == "default" and "<" in v["name"]:       # the template arguments the default had then
+            label += " " + v["name"][v["name"].index("<"):].replace(" ", "")
+        print(f"{v['rung']:<5}{label[:33]:<34}{v['registers']:>5}{v['ctas_per_sm']:>7}"
+              + "".join(f"{row['tflops'][int(n)]:>15.1f} ({row['pct_cublas'][int(n)]:5.1f}%)"
+                        if int(n) in row["tflops"] else f"{'-' if v['passed'] else 'FAILED verification':>24}"
+                        for n in sizes))
+    sass = data.get(f"sass_{rung}_default")
+    if sass:
+        print(f"SASS of rung {rung}'s default: " + ", ".join(f"{op} {count}" for op, count in sass.items()))
+    return rows
