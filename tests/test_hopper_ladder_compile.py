@@ -1,6 +1,7 @@
-"""Rung 09 (TMA + wgmma) compiles for sm_90a (NVRTC, and nvcc where present), keeps its
-accumulators in registers, contains the instructions it teaches, encodes its shared-memory
-descriptors as hand-computed, refuses tiles it cannot do, and differs from rung 07 by its idea."""
+"""Rungs 09 (TMA + wgmma) and 10 (warp specialization) compile for sm_90a (NVRTC, and nvcc where
+present), keep their accumulators in registers, contain the instructions they teach, encode their
+shared-memory descriptors as hand-computed, refuse tiles they cannot do, and differ from the rung
+before by their idea."""
 from __future__ import annotations
 
 import difflib
@@ -10,10 +11,11 @@ import subprocess
 
 import pytest
 
-from hgemm_course.build import compile_cuda
+from hgemm_course.build import CompileError, compile_cuda
 from hgemm_course.ladder import get, registry
-from hgemm_course.ladder import r07_tma, r09_wgmma
+from hgemm_course.ladder import r07_tma, r09_wgmma, r10_warp_specialized
 from hgemm_course.ladder.r09_wgmma import WgmmaTiles
+from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 
 VARIANTS = [r09_wgmma.TILES, WgmmaTiles(128, 128, 64, 4), WgmmaTiles(128, 128, 64, 5), WgmmaTiles(64, 256, 64, 4)]
@@ -161,18 +163,22 @@ def test_sizes_the_rung_cannot_do_are_refused_with_the_fix():
 
 # ------------------------------------------------------------------ nvcc, standalone
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_compiles_standalone_with_nvcc(tmp_path):
-    k = r09_wgmma.kernel()
-    wrapper = tmp_path / "instantiate_09.cu"
-    wrapper.write_text(f'#include "{r09_wgmma.SOURCE}"\n'
+def nvcc_report(k, tmp_path) -> str:
+    """ptxas's report of one instantiation compiled standalone, as the README's nvcc line does."""
+    wrapper = tmp_path / f"instantiate_{k.kernel}.cu"
+    wrapper.write_text(f'#include "{k.source}"\n'
                        f"template __global__ void {k.name_expression}(const half*, const half*, half*, int, int, int, "
                        "const __grid_constant__ TensorMap, const __grid_constant__ TensorMap);\n")
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", f"-I{PTX_SNIPPETS_DIR}",
-           f"-I{KERNELS_DIR}", "-Xptxas", "-v", "-c", str(wrapper), "-o", str(tmp_path / "09.o")]
+           f"-I{KERNELS_DIR}", "-Xptxas", "-v", "-c", str(wrapper), "-o", str(tmp_path / f"{k.kernel}.o")]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=KERNELS_DIR.parent.parent, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "0 bytes spill stores, 0 bytes spill loads" in done.stderr
+    return done.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_compiles_standalone_with_nvcc(tmp_path):
+    assert "0 bytes spill stores, 0 bytes spill loads" in nvcc_report(r09_wgmma.kernel(), tmp_path)
 
 
 # ------------------------------------------------------------------ a rung is a diff
@@ -197,4 +203,136 @@ def test_07_to_09_keeps_the_ring_decode_and_epilogue():
                        ("if (tid == 0) {", "fence_mbarrier_init")):
         assert block(old, start, end) == block(new, start, end), start
     stores = [[line for line in lines if "store_pair_guarded" in line] for lines in (old, new)]
+    assert stores[0] == stores[1]
+
+
+# ================================================================== rung 10: warp specialization
+
+VARIANTS_10 = [r10_warp_specialized.TILES, WarpSpecializedTiles(128, 256, 64, 3), WarpSpecializedTiles(256, 128, 64, 4),
+               WarpSpecializedTiles(128, 128, 64, 6)]
+
+
+@pytest.fixture(scope="module", params=VARIANTS_10, ids=lambda t: f"{t.bm}x{t.bn}s{t.stages}")
+def compiled_10(request):
+    k = r10_warp_specialized.kernel(request.param)
+    return k, k.compile()
+
+
+def test_rung_10_is_registered():
+    rung = registry()["10"]
+    assert rung.backend == "nvrtc" and rung.kernel_path.is_file() and rung.arch == "sm_90a"
+    assert rung.name_expressions == (r10_warp_specialized.kernel().name_expression,)
+    assert rung.extra["smem_bytes"] == r10_warp_specialized.kernel().smem_bytes
+    assert r10_warp_specialized.kernel().threads == 384
+
+
+def test_rung_10_has_no_spills(compiled_10):
+    """With setmaxnreg, ptxas reports the launch bound's count (65536 / 384 rounded down to 8 = 168),
+    not the consumers' 232; what matters is that nothing spills."""
+    k, mod = compiled_10
+    res = mod.resources_of(k.name_expression)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert res.smem_static == 0
+    assert res.registers == 168
+
+
+def test_rung_10_setmaxnreg_is_honoured(compiled_10):
+    """ptxas ignores setmaxnreg with warning C7508 when the kernel has no register cap at entry;
+    it serializes wgmma when the accumulators are touched in flight."""
+    _, mod = compiled_10
+    assert "C7508" not in mod.log and "setmaxnreg" not in mod.log, mod.log
+    assert "serialized" not in mod.log, mod.log
+
+
+def test_rung_10_ptx_contains_what_the_rung_teaches(compiled_10):
+    k, mod = compiled_10
+    bn = k.template_args[1]
+    for text in (f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16", "wgmma.wait_group.sync.aligned",
+                 "setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232",
+                 "cp.async.bulk.tensor.2d.shared::cluster.global", "mbarrier.try_wait.parity",
+                 "mbarrier.arrive.expect_tx"):
+        assert text in mod.ptx, f"no {text} in the PTX of {k.name_expression}"
+    for text in ("ldmatrix", "mma.sync", "cp.async.cg"):
+        assert text not in mod.ptx, f"{text} should be gone from the PTX of {k.name_expression}"
+
+
+def test_rung_10_register_split_fits_the_launch_allocation():
+    """setmaxnreg.inc takes registers only from the CTA's pool, which holds what the launch gave:
+    384 threads x 168. The producer gives back 168 - 40 per thread, the consumers take 232 - 168."""
+    r = r10_warp_specialized
+    launch_regs = 65536 // r.THREADS // 8 * 8
+    assert launch_regs == 168
+    assert r.PRODUCER_REGS + r.CONSUMERS * r.CONSUMER_REGS <= (1 + r.CONSUMERS) * launch_regs
+    text = (KERNELS_DIR / r.SOURCE).read_text()
+    assert f"PRODUCER_REGS = {r.PRODUCER_REGS};" in text and f"CONSUMER_REGS = {r.CONSUMER_REGS};" in text
+    assert f"CONSUMERS = {r.CONSUMERS};" in text and "__launch_bounds__(384, 1)" in text
+
+
+def test_rung_10_main_loop_has_no_cta_barrier():
+    """The only bar.sync is the one after the mbarriers are set up: producer and consumers meet
+    only at the full and empty mbarriers."""
+    ptx = r10_warp_specialized.kernel().compile().ptx
+    assert len(re.findall(r"\bbar(rier)?\.sync", ptx)) == 1
+
+
+@pytest.mark.parametrize("n", [24, 40, 232, 240, 256])
+def test_setmaxnreg_snippet_takes_multiples_of_8_in_range(n):
+    src = ('#include "setmaxnreg.cuh"\n'
+           f"__global__ void __launch_bounds__(384, 1) k() {{\n"
+           f"    if (threadIdx.x < 128) warpgroup_reg_dealloc<{n}>(); else warpgroup_reg_alloc<{n}>();\n}}\n")
+    ptx = compile_cuda(src).ptx
+    assert f"setmaxnreg.dec.sync.aligned.u32 {n};" in ptx and f"setmaxnreg.inc.sync.aligned.u32 {n};" in ptx
+
+
+@pytest.mark.parametrize("n", [20, 44, 264])
+def test_setmaxnreg_snippet_refuses_other_counts(n):
+    src = ('#include "setmaxnreg.cuh"\n'
+           f"__global__ void __launch_bounds__(384, 1) k() {{ warpgroup_reg_alloc<{n}>(); }}\n")
+    with pytest.raises(CompileError, match="multiple of 8 in"):
+        compile_cuda(src)
+
+
+@pytest.mark.parametrize("tiles, match", [
+    (WarpSpecializedTiles(64, 256, 64, 4), "bm=64: each of the 2 consumer warpgroups"),
+    (WarpSpecializedTiles(256, 256, 64, 3), "256 fp32 accumulators"),
+    (WarpSpecializedTiles(128, 256, 32, 4), "bk must be 64"),
+    (WarpSpecializedTiles(128, 256, 64, 2), "at least 3 stages"),
+    (WarpSpecializedTiles(128, 192, 64, 4), "generated for N in"),
+    (WarpSpecializedTiles(128, 256, 64, 5), "over the 232448 bytes"),
+])
+def test_rung_10_refuses_tiles_it_cannot_do(tiles, match):
+    with pytest.raises(ValueError, match=match):
+        r10_warp_specialized.kernel(tiles)
+
+
+def test_rung_10_refuses_sizes_with_the_fix():
+    with pytest.raises(ValueError, match="N=129 is not a multiple of 8"):
+        get("10").check_shape(257, 129, 64)
+    with pytest.raises(ValueError, match="K=1001 is not a multiple of 8"):
+        get("10").check_shape(256, 256, 1001)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_rung_10_compiles_standalone_with_nvcc(tmp_path):
+    report = nvcc_report(r10_warp_specialized.kernel(), tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in report
+    assert "Used 168 registers" in report and "C7508" not in report
+
+
+def test_09_to_10_keeps_the_ring_decode_descriptors_and_epilogue():
+    """The diff is the roles: setmaxnreg, the producer loop, the consumers' halves of the tile."""
+    old, new = body(KERNELS_DIR / r09_wgmma.SOURCE), body(KERNELS_DIR / r10_warp_specialized.SOURCE)
+    changed = [line for line in difflib.unified_diff(old, new, lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert 0 < len(changed) <= 110, "\n".join(changed)
+
+    def block(lines, start, end):
+        i = next(n for n, line in enumerate(lines) if start in line)
+        j = next(n for n, line in enumerate(lines[i:], i) if end in line)
+        return lines[i:j]
+    for start, end in (("const int grid_m", "const int k_tiles"), ("auto load_tile", "    };"),
+                       ("auto desc_a", "    };"),
+                       ("auto desc_b", "    };"), ("tma_prefetch_descriptor(&tmap_a)", "mbar_init(empty_bar")):
+        assert block(old, start, end) == block(new, start, end), start
+    stores = [[line.strip() for line in lines if "store_pair_guarded" in line] for lines in (old, new)]
     assert stores[0] == stores[1]

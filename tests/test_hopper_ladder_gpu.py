@@ -1,40 +1,51 @@
-"""Rung 09 on the GPU: right on random inputs (NaN-poisoned C, relative Frobenius error against
-FP32) at square, non-square and tail sizes, with its tuning variants, and the descriptor that
-the device builds equal to the host-side twin."""
+"""Rungs 09 and 10 on the GPU: right on random inputs (NaN-poisoned C, relative Frobenius error
+against FP32) at square, non-square and tail sizes, with their tuning variants, and the descriptor
+that the device builds equal to the host-side twin."""
 from __future__ import annotations
 
 import pytest
 
 from hgemm_course import harness
 from hgemm_course.build import compile_cuda
-from hgemm_course.ladder import get, r09_wgmma
+from hgemm_course.ladder import get, r09_wgmma, r10_warp_specialized
 from hgemm_course.ladder.r09_wgmma import WgmmaTiles
+from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 
 SHAPES = [(128, 128, 128), (1000, 1000, 1024), (4096, 2048, 1024), (8192, 128, 4096), (257, 136, 64),
           (4096, 4096, 4096), (200, 8, 8)]
-VARIANTS = [WgmmaTiles(128, 128, 64, 4), WgmmaTiles(128, 128, 64, 5), WgmmaTiles(64, 256, 64, 4)]
+VARIANTS = [(r09_wgmma, WgmmaTiles(128, 128, 64, 4)), (r09_wgmma, WgmmaTiles(128, 128, 64, 5)),
+            (r09_wgmma, WgmmaTiles(64, 256, 64, 4)),
+            (r10_warp_specialized, WarpSpecializedTiles(128, 256, 64, 3)),
+            (r10_warp_specialized, WarpSpecializedTiles(256, 128, 64, 4)),
+            (r10_warp_specialized, WarpSpecializedTiles(128, 128, 64, 6))]
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("rung", ["09", "10"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_rung_09_is_right(shape):
-    result = harness.verify("09", *shape)
+def test_rung_is_right(rung, shape):
+    result = harness.verify(rung, *shape)
     result.raise_if_failed()
     assert result.rel_fro_err < 1e-3
 
 
+def variant_id(v) -> str:
+    """r09 / r10 for a rung module, 128x256s4 for its tiles."""
+    return v.__name__.split(".")[-1][:3] if hasattr(v, "__name__") else f"{v.bm}x{v.bn}s{v.stages}"
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("tiles", VARIANTS, ids=lambda t: f"{t.bm}x{t.bn}s{t.stages}")
+@pytest.mark.parametrize("module, tiles", VARIANTS, ids=variant_id)
 @pytest.mark.parametrize("shape", [(1000, 1000, 1024), (257, 136, 64)], ids=lambda s: "x".join(map(str, s)))
-def test_variants_are_right(tiles, shape):
+def test_variants_are_right(module, tiles, shape):
     import cupy
 
     M, N, K = shape
     a, b, seed = harness.random_inputs(M, N, K, seed=11, xp=cupy)
     c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
-    r09_wgmma.launch(a, b, c, tiles=tiles)
+    module.launch(a, b, c, tiles=tiles)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    harness.compare(c, reference, K=K, rung="09", seed=seed).raise_if_failed()
+    harness.compare(c, reference, K=K, rung=module.RUNG.id, seed=seed).raise_if_failed()
 
 
 @pytest.mark.gpu
@@ -54,6 +65,7 @@ def test_device_descriptor_equals_the_twin():
     assert out.get().tolist() == [r09_wgmma.smem_descriptor_128b(*c) for c in cases]
 
 
-def test_rung_09_refuses_sizes_with_the_fix():
-    with pytest.raises(ValueError, match="K=1000 is not a multiple of 8|K=1001 is not a multiple of 8"):
-        get("09").check_shape(256, 256, 1001)
+@pytest.mark.parametrize("rung", ["09", "10"])
+def test_rungs_refuse_sizes_with_the_fix(rung):
+    with pytest.raises(ValueError, match="K=1001 is not a multiple of 8"):
+        get(rung).check_shape(256, 256, 1001)

@@ -1,0 +1,83 @@
+"""Rung 10: rung 09's TMA ring and wgmma split by role: a producer warpgroup that only loads and two
+consumer warpgroups that only compute, each on half of the output tile, registers moved by setmaxnreg."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from . import Rung
+from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, require
+from .r06_supertile import grid_1d
+from .r07_tma import _maps, smem_bytes
+from .r09_wgmma import WGMMA_N, WgmmaTiles
+
+SOURCE = "k10_warp_specialized.cu"
+CONSUMERS = 2                             # consumer warpgroups per CTA, one half of the tile each
+THREADS = 128 * (1 + CONSUMERS)           # the producer warpgroup first, then the consumers
+PRODUCER_REGS, CONSUMER_REGS = 40, 232    # setmaxnreg targets the kernel sets (k10_warp_specialized.cu)
+
+
+@dataclass(frozen=True)
+class WarpSpecializedTiles(WgmmaTiles):
+    """A (bm, bn) tile of C per CTA: consumer warpgroup c computes rows c * bm / 2.. as bm / 128
+    wgmma products of (64, bn); one producer warpgroup feeds a ring of ``stages`` buffers."""
+
+    @property
+    def threads(self) -> int:
+        return THREADS
+
+    @property
+    def accumulators(self) -> int:
+        """FP32 accumulator registers per consumer thread: (bm / 2) * bn over the warpgroup's 128 threads."""
+        return self.bm // CONSUMERS * self.bn // 128
+
+    def check(self, smem: int) -> None:
+        require(self.bk == 64, f"bk={self.bk}: a row of the A stage is one 128-byte swizzle row, so bk must be 64 "
+                               "halves (and one TMA box of B is 64 columns of 128 bytes).")
+        require(self.bm % (64 * CONSUMERS) == 0 and self.bm <= 256,
+                f"bm={self.bm}: each of the {CONSUMERS} consumer warpgroups issues whole m64 products on its "
+                "half of the tile, and a TMA box has at most 256 rows; use bm = 128 or 256.")
+        require(self.bn in WGMMA_N, f"bn={self.bn}: one wgmma covers the whole tile width, and the snippet is "
+                                    f"generated for N in {WGMMA_N}.")
+        require(self.accumulators <= 128,
+                f"A {self.bm}x{self.bn} tile gives each consumer thread {self.accumulators} fp32 accumulators; "
+                f"over 128 leaves too few of its {CONSUMER_REGS} registers for addresses. Use bm * bn <= 32768 "
+                "(128x256 or 256x128).")
+        require(self.stages >= 3, f"stages={self.stages}: wgmma still reads the previous stage while the next "
+                                  "is waited for, so the ring needs at least 3 stages.")
+        require(smem <= SMEM_PER_CTA_OPTIN,
+                f"{self.stages} stages need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes "
+                "a CTA can have on sm_90; use fewer stages or smaller tiles.")
+
+
+# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_hopper_r10_round{1,2}_table.txt): 128x256 (each
+# consumer 64x256, one m64n256k16 per k16 step) with 4 stages (194 KiB): 95-97% of cuBLAS at 8192 and 88-90% at 4096;
+# 3 stages, 256x128 and super tile 8x4 lay within 3% of it, 128x128 with 6 stages 4-7% below.
+TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=4)
+SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
+
+
+@lru_cache(maxsize=None)
+def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER) -> TemplateKernel:
+    smem = smem_bytes(tiles)
+    tiles.check(smem)
+    require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
+    return TemplateKernel(SOURCE, "k10_warp_specialized", (*tiles.template_args, *super_mn), tiles.threads, smem,
+                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
+
+
+def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
+    M, K = a.shape
+    N = b.shape[1]
+    kernel(tiles, super_mn).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk))
+
+
+RUNG = Rung(
+    id="10", slug="warp_specialized", title="TMA + wgmma, producer and 2 consumer warpgroups",
+    idea="a producer warpgroup only loads, two consumer warpgroups only compute; setmaxnreg moves registers to them",
+    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    multiple_n=8, multiple_k=8,
+    extra={"tiles": asdict(TILES), "super_tile": SUPER, "threads": THREADS, "consumers": CONSUMERS,
+           "registers_after_setmaxnreg": {"producer": PRODUCER_REGS, "consumer": CONSUMER_REGS},
+           "smem_bytes": smem_bytes(TILES)},
+)
