@@ -15,6 +15,26 @@ The model (the one Nsight Compute's shared-memory counters follow):
 
 Not modelled: the hardware merging phases whose lanes read the same 16 bytes,
 and requests of fewer than 4 bytes.
+
+Measured on the H200 (results/model_banks_nvidia-h200_*.json, 2048^3, BM=256, BN=128, BK=64,
+8 warps): ldmatrix wavefronts and conflicts agree exactly for rungs 03-07, and so do the 16-byte
+``cp.async`` (LDGSTS) stores into the 128-byte swizzled tiles of rungs 05/06 (1,572,864 = 4 per
+request). Into the padded tiles of rungs 03/04 (row pitch 144 bytes for A, 272 for B) ncu counts
+3,702,784 LDGSTS wavefronts, 2.354x the 1,572,864 modelled, with zero bank conflicts: ncu
+counts the extra wavefronts as ideal, so they come from how LDGSTS writes a global line into a
+shared address that is not 128-byte aligned, not from banks. No rule found reproduces the
+number, so the model keeps one cost for every 16-byte store and carries this note. The
+evidence against the simple rules (per CTA and k-step: 904 measured, 384 swizzled):
+
+- wavefronts = distinct aligned shared segments per group of lanes, for segments of 32, 64,
+  128 or 256 bytes and groups of 4, 8, 16 or 32 lanes: the closest are 912 (256-byte
+  segments, 4 lanes; it gives 768, not 384, when swizzled) and 864 (64 bytes, 32 lanes;
+  768 swizzled); per 128-byte segment and 8-lane phase gives 720 and keeps 384 swizzled.
+- any cost per 128-byte global line that depends only on where the line lands modulo 128
+  sums to 48 x (the costs of the 8 offsets) per k-step, never 904.
+- per SMSP (warps s and s + 4, same offsets) ncu's maximum is 7,744 = 32 k-steps x 242,
+  and 242 / 2 warps = 121 is odd: the cost of a request is not fixed by its warp and
+  operand, so it depends on higher address bits or on timing.
 """
 from __future__ import annotations
 
