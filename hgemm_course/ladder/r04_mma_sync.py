@@ -6,17 +6,12 @@ from functools import lru_cache
 
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
+from .r03_wmma import PAD, smem_bytes   # the same padded tiles as rung 03
 
 SOURCE = "k04_mma_sync.cu"
-PAD = 8                                   # halves added to every shared row (the kernel's A_LD, B_LD)
 # Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): the tile and stage variants lie within 3 points of
 # each other (41.8-42.9% of cuBLAS at 8192); 256x128 with 4 stages is the tile of rungs 05-07.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
-
-
-def smem_bytes(t: MmaTiles) -> int:
-    """Dynamic shared memory: ``stages`` padded (bm, bk) A tiles and (bk, bn) B tiles."""
-    return t.stages * (t.bm * (t.bk + PAD) + t.bk * (t.bn + PAD)) * 2
 
 
 @lru_cache(maxsize=None)
