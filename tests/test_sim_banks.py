@@ -80,8 +80,10 @@ def test_main_loop_swizzle_and_padding_are_conflict_free_for_ldmatrix():
     assert swz["per_cta_k_step"]["all"]["bank_conflicts"] == 0
     pad = banks.main_loop_bank_conflicts(128, 128, 32, 2, 2, layout="padded")["per_cta_k_step"]
     assert pad["A ldmatrix.x4"]["bank_conflicts"] == pad["B ldmatrix.x4.trans"]["bank_conflicts"] == 0
-    # BK=32 halfs + 8 pad = 80-byte rows: two rows of 16-byte stores per phase share 4 banks
-    assert pad["A cp.async 16B"]["wavefronts"] == 2 * pad["A cp.async 16B"]["ideal_wavefronts"]
+    # BK=32 halfs + 8 pad = 80-byte rows: two rows of 16-byte stores per phase share 4 banks,
+    # and the rows' lines straddle 128-byte segments, which costs LDGSTS more than the conflicts
+    a = pad["A cp.async 16B"]
+    assert a["bank_conflicts"] == a["ideal_wavefronts"] and a["wavefronts"] > 2 * a["ideal_wavefronts"]
     lin = banks.main_loop_bank_conflicts(128, 128, 64, 2, 2, layout="linear")["per_cta_k_step"]
     assert lin["A ldmatrix.x4"]["wavefronts"] == 8 * lin["A ldmatrix.x4"]["ideal_wavefronts"]
 
@@ -96,3 +98,67 @@ def test_main_loop_counts_and_scaling():
     assert result["per_kernel"]["all"]["wavefronts"] == step["all"]["wavefronts"] * 128 * 8
     with pytest.raises(ValueError, match="multiples of 16"):
         banks.main_loop_bank_conflicts(128, 64, 64, 2, 8)
+
+
+# ----------------------------------------------------------------------------- cp.async (LDGSTS) stores
+
+def slow_ldgsts(shared, global_):
+    """The LDGSTS rule lane by lane: per 8-lane phase and 128-byte global line, 1 wavefront if the line
+    lands in one 128-byte shared segment, else one per segment (and per global bit 4 if skewed mod 32)."""
+    total = 0
+    for start in range(0, len(shared), 8):
+        lines = {}
+        for s, g in zip(shared[start:start + 8], global_[start:start + 8]):
+            if s >= 0 and g >= 0:
+                lines.setdefault(g // 128, []).append((s, g))
+        for lanes in lines.values():
+            segments = {s // 128 for s, _ in lanes}
+            if len(segments) == 1:
+                total += 1
+            elif all((s - g) % 32 == 0 for s, g in lanes):
+                total += len(segments)
+            else:
+                total += len({(s // 128, (g // 16) % 2) for s, g in lanes})
+    return total
+
+
+def test_ldgsts_agrees_with_slow_twin():
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        lanes = int(rng.choice([8, 16, 32]))
+        shared = 16 * rng.integers(0, int(rng.choice([16, 64, 512])), lanes)
+        global_ = 16 * rng.integers(0, int(rng.choice([16, 64, 4096])), lanes)
+        global_[rng.random(lanes) < 0.1] = -1
+        assert banks.ldgsts_wavefronts(shared, global_) == slow_ldgsts(shared.tolist(), global_.tolist())
+
+
+def test_ldgsts_measured_on_h200():
+    # results/ncu/ldgsts_probe_20261129T1821.txt: one 128-byte line to shared offset 0, 16, ..., 112
+    line = 16 * np.arange(8)
+    assert [banks.ldgsts_wavefronts(o + line, 4096 + line) for o in range(0, 128, 16)] == [1, 3, 2, 4, 2, 4, 2, 3]
+    assert [banks.ldgsts_wavefronts(o + 16 * np.arange(16), 16 * np.arange(16)) for o in range(0, 128, 16)] == \
+        [2, 6, 4, 8, 4, 8, 4, 6]
+    assert banks.ldgsts_wavefronts(line, 64 + line) == 2                      # global line split at 64 bytes
+    for pitch, measured in ((128, 4), (144, 10), (160, 7), (192, 6), (256, 4), (272, 10), (288, 7), (512, 4)):
+        lane = np.arange(32)
+        assert banks.ldgsts_wavefronts((lane // 8) * pitch + 16 * (lane % 8), (lane // 8) * 4096 + 16 * (lane % 8)) \
+            == measured
+    lane = np.arange(32)
+    swizzled = (lane // 8) * 128 + 16 * ((lane % 8) ^ (lane // 8))
+    assert banks.ldgsts_wavefronts(swizzled, (lane // 8) * 4096 + 16 * (lane % 8)) == 4
+    # the rungs' one-k-step tile copies (256 threads): padded A 672 + B 336, swizzled 256 + 128, no conflicts
+    pad = banks.main_loop_bank_conflicts(256, 128, 64, 4, 2, layout="padded", M=2048, N=2048, K=2048)
+    swz = banks.main_loop_bank_conflicts(256, 128, 64, 4, 2, layout="swizzle128", M=2048, N=2048, K=2048)
+    step = lambda r, k: r["per_cta_k_step"][k]
+    assert (step(pad, "A cp.async 16B")["wavefronts"], step(pad, "B cp.async 16B")["wavefronts"]) == (672, 336)
+    assert (step(swz, "A cp.async 16B")["wavefronts"], step(swz, "B cp.async 16B")["wavefronts"]) == (256, 128)
+    assert step(pad, "A cp.async 16B")["bank_conflicts"] == step(pad, "B cp.async 16B")["bank_conflicts"] == 0
+    assert swz["per_kernel"]["A cp.async 16B"]["wavefronts"] + swz["per_kernel"]["B cp.async 16B"]["wavefronts"] \
+        == 1_572_864
+
+
+def test_ldgsts_cost_errors():
+    with pytest.raises(ValueError, match="shape"):
+        banks.ldgsts_cost([0, 16], [0])
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        banks.ldgsts_cost([8], [0])

@@ -17,24 +17,41 @@ Not modelled: the hardware merging phases whose lanes read the same 16 bytes,
 and requests of fewer than 4 bytes.
 
 Measured on the H200 (results/model_banks_nvidia-h200_*.json, 2048^3, BM=256, BN=128, BK=64,
-8 warps): ldmatrix wavefronts and conflicts agree exactly for rungs 03-07, and so do the 16-byte
-``cp.async`` (LDGSTS) stores into the 128-byte swizzled tiles of rungs 05/06 (1,572,864 = 4 per
-request). Into the padded tiles of rungs 03/04 (row pitch 144 bytes for A, 272 for B) ncu counts
-3,702,784 LDGSTS wavefronts, 2.354x the 1,572,864 modelled, with zero bank conflicts: ncu
-counts the extra wavefronts as ideal, so they come from how LDGSTS writes a global line into a
-shared address that is not 128-byte aligned, not from banks. No rule found reproduces the
-number, so the model keeps one cost for every 16-byte store and carries this note. The
-evidence against the simple rules (per CTA and k-step: 904 measured, 384 swizzled):
+8 warps): ldmatrix wavefronts and conflicts agree exactly for rungs 03-07.
 
-- wavefronts = distinct aligned shared segments per group of lanes, for segments of 32, 64,
-  128 or 256 bytes and groups of 4, 8, 16 or 32 lanes: the closest are 912 (256-byte
-  segments, 4 lanes; it gives 768, not 384, when swizzled) and 864 (64 bytes, 32 lanes;
-  768 swizzled); per 128-byte segment and 8-lane phase gives 720 and keeps 384 swizzled.
-- any cost per 128-byte global line that depends only on where the line lands modulo 128
-  sums to 48 x (the costs of the 8 offsets) per k-step, never 904.
-- per SMSP (warps s and s + 4, same offsets) ncu's maximum is 7,744 = 32 k-steps x 242,
-  and 242 / 2 warps = 121 is odd: the cost of a request is not fixed by its warp and
-  operand, so it depends on higher address bits or on timing.
+``cp.async`` 16-byte stores (SASS LDGSTS) follow a rule of their own, measured one layout at a
+time by scripts/ldgsts_wavefronts.py (results/ncu/ldgsts_probe_20261129T1821.csv/.txt: 100
+single-CTA launches under ncu, ``sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts``
+per LDGSTS, zero bank conflicts in every one, identical cold (line from DRAM) and warm (line in
+L2), with and without zero-fill folded away). :func:`ldgsts_wavefronts`:
+
+- each 8-lane phase is taken one 128-byte global line at a time (the lanes that read it);
+- a line whose lanes all write one 128-byte shared segment costs 1 wavefront, however its
+  chunks are permuted there (the swizzles);
+- a line spread over several segments costs one wavefront per segment, and, when its shared
+  and global addresses differ modulo 32 bytes (each 32-byte global sector lands across two
+  32-byte shared sectors), one per segment *and* half-sector: its lanes with global address
+  bit 4 clear and set are written separately.
+
+So a whole 128-byte line costs 1 into an aligned shared segment and, landing at offset o: 2 for
+o = 32, 64, 96 and 3, 4, 4, 3 for o = 16, 48, 80, 112 (measured: 1 3 2 4 2 4 2 3 for
+o = 0, 16, ..., 112). The rule reproduces all 100 measured configurations exactly, among them
+the rungs' own one-k-step tile copies: padded A 256x64 (pitch 144) 672 and B 64x128 (pitch 272)
+336 wavefronts per CTA (10.5 per LDGSTS), swizzled A 256 and B 128 (4 per LDGSTS, the ideal).
+
+Open: in the 2048^3 GEMM itself ncu counts 904 per CTA and k-step for rungs 03/04 (3,702,784;
+identical on all 128 SMs, so not timing), not the 1008 the probe measures for the same
+addresses, while rungs 05/06 agree (384). The GEMM's LDGSTS carry a runtime zero-fill
+(ignore-source) predicate, ``cp_async_16_zfill(.., inside ? 16 : 0)``; in the probe the
+constant 16 was folded away, so that form was not measured and is the first suspect. A second
+probe run (results/ncu/ldgsts_probe_runtime_zfill_20261129T1830.txt) passed the size in a
+register: the same tile copies then cost 1012 (A) and 464 (B) per CTA, and the plain form
+1040 with 96 bank conflicts where the first run had 672 without any. So on misaligned (padded)
+rows the LDGSTS wavefront count depends on more than the addresses: the instruction form and,
+it seems, how the warps' requests meet in the pipeline. The model stays the address rule above:
+exact for aligned rows (linear, swizzled), and for rungs 03/04 it gives 4,128,768 against ncu's
+3,702,784 (the one-cost-per-store model gave 1,572,864); scripts/compare_models.py reports them
+as DISAGREE.
 """
 from __future__ import annotations
 
@@ -118,6 +135,94 @@ def lane_banks(byte_addrs, *, num_banks=NUM_BANKS, bank_bytes=BANK_BYTES):
     return (np.asarray(byte_addrs, dtype=np.int64) // bank_bytes) % num_banks
 
 
+@njit(cache=True)
+def _ldgsts_per_request(shared, global_):
+    requests, lanes = shared.shape
+    out = np.zeros(requests, np.int64)
+    line = np.empty(8, np.int64)
+    half = np.empty(8, np.int64)
+    seg = np.empty(8, np.int64)
+    skew = np.empty(8, np.int64)
+    for q in range(requests):
+        for start in range(0, lanes, 8):
+            n = 0
+            for lane in range(start, min(start + 8, lanes)):
+                if shared[q, lane] < 0 or global_[q, lane] < 0:
+                    continue
+                line[n] = global_[q, lane] // 128
+                half[n] = (global_[q, lane] // 16) % 2
+                seg[n] = shared[q, lane] // 128
+                skew[n] = (shared[q, lane] - global_[q, lane]) % 32
+                n += 1
+            for i in range(n):
+                first = True                      # lane i is the first of its global line
+                for j in range(i):
+                    if line[j] == line[i]:
+                        first = False
+                        break
+                if not first:
+                    continue
+                one_segment = True
+                split = False
+                for j in range(n):
+                    if line[j] == line[i]:
+                        one_segment = one_segment and seg[j] == seg[i]
+                        split = split or skew[j] != 0
+                if one_segment:
+                    out[q] += 1
+                    continue
+                # distinct (segment[, half]) pairs among the line's lanes
+                for j in range(n):
+                    if line[j] != line[i]:
+                        continue
+                    new = True
+                    for k in range(j):
+                        if line[k] == line[i] and seg[k] == seg[j] and (not split or half[k] == half[j]):
+                            new = False
+                            break
+                    if new:
+                        out[q] += 1
+    return out
+
+
+def ldgsts_wavefronts(shared_addrs, global_addrs) -> int:
+    """Shared-memory wavefronts (for conflict-free stores; see :func:`ldgsts_cost`) of one warp's 16-byte ``cp.async`` (LDGSTS), measured on the H200.
+
+    ``shared_addrs`` and ``global_addrs``: one byte address per lane (negative = idle lane).
+    Per 8-lane phase and 128-byte global line: 1 wavefront if the line's lanes write one 128-byte
+    shared segment; else one per segment, or, where shared and global addresses differ modulo
+    32, one per (segment, global address bit 4). See the module docstring.
+    """
+    return int(ldgsts_cost(shared_addrs, global_addrs)["wavefronts"])
+
+
+def ldgsts_cost(shared_addrs, global_addrs, *, num_banks=NUM_BANKS, bank_bytes=BANK_BYTES) -> dict:
+    """Totals over a batch of LDGSTS requests, shape (requests, lanes) or (lanes,) for both arrays:
+    ``{'requests', 'wavefronts', 'ideal_wavefronts', 'bank_conflicts'}``. Bank conflicts follow the
+    bank model (ncu counts the extra wavefronts of a split line as no conflict, and so does this);
+    wavefronts per request are the larger of the LDGSTS rule and the bank model (every measured
+    store was conflict-free, where the rule is never below the bank model; a store with bank
+    conflicts was not measured)."""
+    shared = np.atleast_2d(np.asarray(shared_addrs, dtype=np.int64))
+    global_ = np.atleast_2d(np.asarray(global_addrs, dtype=np.int64))
+    if shared.shape != global_.shape:
+        raise ValueError(f"shared addresses {shared.shape} and global addresses {global_.shape} differ in shape")
+    active = (shared >= 0) & (global_ >= 0)
+    if ((shared % 16)[active]).any() or ((global_ % 16)[active]).any():
+        raise ValueError("a 16-byte cp.async needs 16-byte aligned shared and global addresses")
+    rule = _ldgsts_per_request(shared, global_)
+    ideal = sum(ideal_wavefronts(int(a.sum()), 16) for a in active if a.any())
+    wavefronts = conflicts = 0
+    for q, (row, a) in enumerate(zip(shared, active)):
+        lanes = row[a]
+        if lanes.size:
+            bank = int(_wavefronts_per_request(lanes[None, :], 16, PHASE_LANES[16], num_banks, bank_bytes)[0])
+            conflicts += bank - ideal_wavefronts(lanes.size, 16)
+            wavefronts += max(int(rule[q]), bank)     # all measured stores were conflict-free: rule >= bank
+    return {"requests": int(active.any(axis=1).sum()), "wavefronts": wavefronts, "ideal_wavefronts": ideal,
+            "bank_conflicts": conflicts}
+
+
 # ----------------------------------------------------------------------------- lane address generators
 
 def ldmatrix_positions(num_matrices=4, *, row0=0, col_byte0=0):
@@ -153,6 +258,13 @@ def store16_positions(warp, iteration=0, *, threads=128, row_bytes=128):
 def store16_addrs(layout: TileLayout, warp, iteration=0, *, threads=128):
     """Byte addresses of one warp's 16-byte stores (see :func:`store16_positions`)."""
     return layout.offset(*store16_positions(warp, iteration, threads=threads, row_bytes=layout.row_bytes))
+
+
+def store16_global_addrs(row_pitch_bytes, warp, iteration=0, *, threads=128, row_bytes=128, base=0):
+    """Global byte addresses of the same copy (see :func:`store16_positions`): tile rows ``row_pitch_bytes`` apart
+    in global memory (``2 * K`` for an A tile, ``2 * N`` for a B tile of a row-major fp16 GEMM)."""
+    rows, cols = store16_positions(warp, iteration, threads=threads, row_bytes=row_bytes)
+    return base + rows * row_pitch_bytes + cols
 
 
 def load4_positions(pattern="column", *, row0=0, col_byte0=0):
@@ -191,7 +303,8 @@ def main_loop_bank_conflicts(BM=128, BN=128, BK=64, warps_m=2, warps_n=2, *, lay
 
     Per k-step each CTA (``warps_m x warps_n`` warps, warp tile ``BM/warps_m x BN/warps_n``):
 
-    - stores its A tile (BM x BK) and B tile (BK x BN) with 16-byte ``cp.async``, chunk per thread;
+    - stores its A tile (BM x BK) and B tile (BK x BN) with 16-byte ``cp.async``, chunk per thread,
+      from row-major A (rows ``2K`` bytes apart) and B (``2N``), costed by :func:`ldgsts_cost`;
     - per 16-wide k slice, each warp loads its A fragments with ``ldmatrix.x4`` (one per 16 rows)
       and its B fragments with ``ldmatrix.x4.trans`` (one per 16 columns).
 
@@ -211,14 +324,16 @@ def main_loop_bank_conflicts(BM=128, BN=128, BK=64, warps_m=2, warps_n=2, *, lay
     if BK % 16:
         raise ValueError(f"BK={BK} is not a multiple of 16, the k of mma.m16n8k16")
     a_layout, b_layout = operand_layouts(BM, BN, BK, layout=layout, pad_halfs=pad_halfs)
-    requests = {}
-    for name, tile, rows in (("A cp.async 16B", a_layout, BM), ("B cp.async 16B", b_layout, BK)):
+    requests, stores = {}, {}
+    for name, tile, rows, pitch in (("A cp.async 16B", a_layout, BM, 2 * K), ("B cp.async 16B", b_layout, BK, 2 * N)):
         chunks = rows * tile.row_bytes // 16
         if chunks % threads:
             raise ValueError(f"{name}: {chunks} chunks do not split evenly over {threads} threads; "
                              "change the tile or the warp count")
-        requests[name] = (np.stack([store16_addrs(tile, w, i, threads=threads)
-                                    for i in range(chunks // threads) for w in range(warps)]), 16)
+        steps = [(w, i) for i in range(chunks // threads) for w in range(warps)]
+        stores[name] = (np.stack([store16_addrs(tile, w, i, threads=threads) for w, i in steps]),
+                        np.stack([store16_global_addrs(pitch, w, i, threads=threads, row_bytes=tile.row_bytes)
+                                  for w, i in steps]))
     a_loads, b_loads = [], []
     for wm in range(warps_m):
         for wn in range(warps_n):
@@ -230,7 +345,8 @@ def main_loop_bank_conflicts(BM=128, BN=128, BK=64, warps_m=2, warps_n=2, *, lay
     requests["A ldmatrix.x4"] = (np.stack(a_loads), 16)
     requests["B ldmatrix.x4.trans"] = (np.stack(b_loads), 16)
 
-    per_step = {name: request_cost(addrs, width) for name, (addrs, width) in requests.items()}
+    per_step = {name: ldgsts_cost(shared, global_) for name, (shared, global_) in stores.items()}
+    per_step.update({name: request_cost(addrs, width) for name, (addrs, width) in requests.items()})
     per_step["all"] = {key: sum(cost[key] for cost in per_step.values())
                        for key in ("requests", "wavefronts", "ideal_wavefronts", "bank_conflicts")}
     ctas = -(-M // BM) * -(-N // BN)
