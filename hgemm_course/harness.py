@@ -238,7 +238,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         cublas_samples = time_launches(cublas, sets, warmup=warmup, repeats=repeats)
         bar.update()
         timed = []
-        for (shape, rung) in [j for j in jobs if j[0] == (M, N, K)]:
+        for rung in [r for shape, r in jobs if shape == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
             check = verify(rung, M, N, K)
             if not check.passed:

@@ -131,7 +131,7 @@ def run_sanitize(which: str) -> int:
         for (M, N, K) in SANITIZE_SHAPES:
             a, b, _ = harness.random_inputs(M, N, K, seed=M + N + K, xp=cupy)
             reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-            r = mma.verify_on(lambda a, b, c: module.launch(a, b, c, **kw), a, b, reference, which)
+            r = mma.verify_on(lambda a, b, c, kw=kw: module.launch(a, b, c, **kw), a, b, reference, which)
             print(f"rung {which} {label} {M}x{N}x{K}: {'ok' if r['passed'] else 'FAILED'} rel {r['rel_fro_err']:.2e}",
                   flush=True)
             bad += not r["passed"]

@@ -23,7 +23,6 @@ import time
 from importlib import import_module
 from pathlib import Path
 
-import numpy as np
 
 from hgemm_course import harness, results
 from hgemm_course.ladder import get

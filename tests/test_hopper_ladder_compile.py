@@ -113,7 +113,7 @@ def test_snippet_constants_are_the_twins():
     text = (PTX_SNIPPETS_DIR / "wgmma.cuh").read_text()
 
     def const(name):
-        return int(re.search(rf"\b{name} = ([^;]+);", text).group(1).replace("8 * 128", "1024").rstrip("ull"), 0)
+        return int(re.search(rf"\b{name} = ([^;]+);", text).group(1).replace("8 * 128", "1024").removesuffix("ull"), 0)
     assert const("WGMMA_DESC_START_SHIFT") == r09_wgmma.DESC_START_SHIFT
     assert const("WGMMA_DESC_LBO_SHIFT") == r09_wgmma.DESC_LBO_SHIFT
     assert const("WGMMA_DESC_SBO_SHIFT") == r09_wgmma.DESC_SBO_SHIFT

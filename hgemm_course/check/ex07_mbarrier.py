@@ -371,7 +371,6 @@ def simulate_ring(program: list | None = None, *, stages: int = 4, k_tiles: int 
 
 def _choose(choices, policy, rng):
     warps = [c for c in choices if c[0] == "warp"]
-    copies = [c for c in choices if c[0] == "copy"]
     if policy == "slow copies" and warps and rng.random() < 0.9:
         return rng.choice(warps)
     if policy in ("producer ahead", "producer behind") and warps:
