@@ -1,6 +1,7 @@
 // fence.cuh: ordering between the generic proxy (ordinary loads and stores) and the async
-// proxy (TMA, wgmma), and making fresh mbarriers visible.
-// PTX ISA: "Parallel Synchronization and Communication Instructions: membar/fence".
+// proxy (TMA, wgmma), making fresh mbarriers visible, and named barriers for part of a CTA.
+// PTX ISA: "Parallel Synchronization and Communication Instructions: membar/fence" and
+// "bar, barrier".
 #pragma once
 
 // Orders this thread's earlier shared-memory accesses of the generic proxy before later
@@ -13,4 +14,11 @@ __device__ __forceinline__ void fence_proxy_async_shared_cta() {
 // other threads of the cluster before they use the barriers.
 __device__ __forceinline__ void fence_mbarrier_init() {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Waits until `threads` threads (a multiple of 32, whole warps) have arrived at named barrier `id`
+// (1..15; 0 is __syncthreads'), ordering their shared-memory accesses: one warpgroup can meet
+// without stopping the warpgroups that do not take part.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }

@@ -69,3 +69,48 @@ def test_device_descriptor_equals_the_twin():
 def test_rungs_refuse_sizes_with_the_fix(rung):
     with pytest.raises(ValueError, match="K=1001 is not a multiple of 8"):
         get(rung).check_shape(256, 256, 1001)
+
+
+# ================================================================== rung 11: persistent, TMA-store epilogue
+
+SHAPES_11 = [(128, 256, 64), (257, 136, 64), (200, 8, 8), (1000, 1000, 1024), (8192, 128, 4096), (4096, 2048, 1024),
+             (4096, 4096, 4096)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES_11, ids=lambda s: "x".join(map(str, s)))
+def test_rung_11_is_right(shape):
+    result = harness.verify("11", *shape)
+    result.raise_if_failed()
+    assert result.rel_fro_err < 1e-3
+
+
+def launch_11_and_compare(shape, **kwargs):
+    import cupy
+
+    from hgemm_course.ladder import r11_persistent
+
+    M, N, K = shape
+    a, b, seed = harness.random_inputs(M, N, K, seed=13, xp=cupy)
+    c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
+    r11_persistent.launch(a, b, c, **kwargs)
+    reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+    harness.compare(c, reference, K=K, rung="11", seed=seed).raise_if_failed()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("max_ctas", [1, 3, 7])
+@pytest.mark.parametrize("shape", [(1000, 1000, 1024), (257, 136, 64), (2048, 1024, 512)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_rung_11_few_ctas_walk_many_tiles(shape, max_ctas):
+    """A small grid makes each CTA run its ring over many tiles: the k-slice counter and the parities
+    carry over from tile to tile, and the C buffer is reused after each TMA store has read it."""
+    launch_11_and_compare(shape, max_ctas=max_ctas)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tiles", [WarpSpecializedTiles(256, 128, 64, 3), WarpSpecializedTiles(128, 128, 64, 4)],
+                         ids=variant_id)
+@pytest.mark.parametrize("shape", [(1000, 1000, 1024), (257, 136, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_rung_11_variants_are_right(tiles, shape):
+    launch_11_and_compare(shape, tiles=tiles)

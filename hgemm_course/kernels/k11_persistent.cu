@@ -1,0 +1,215 @@
+// Rung 11: rung 10's producer and consumer warpgroups, made persistent. The grid holds only as many
+// CTAs as fit on the GPU at once; each walks the output tiles t = blockIdx.x, + gridDim.x, ... in
+// rung 06's super-tile order, and its full/empty ring runs on across tiles: the k-slice counter is
+// never reset, so the producer loads the next tile's first slices while the consumers still compute,
+// and the parities carry over. The epilogue writes each consumer's half of the tile to a shared-memory
+// C buffer with stmatrix and one thread stores it with TMA (cp.async.bulk.tensor, shared -> global),
+// which clips the M and N tails; the buffer is overwritten only once the previous store has read it.
+#include "common.cuh"
+#include "fence.cuh"
+#include "mbarrier.cuh"
+#include "setmaxnreg.cuh"
+#include "stmatrix.cuh"
+#include "swizzle.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+// (bid_m, bid_n) of launch position t in rung 06's order: super tiles of SUPER_M x SUPER_N tiles,
+// m slow and n fast both between and inside them. Positions past the tile grid's edge (the edge
+// super tiles are not full) decode to bid_m >= grid_m or bid_n >= grid_n.
+template <int SUPER_M, int SUPER_N>
+__host__ __device__ constexpr int2 tile_of(int t, int grid_m, int grid_n) {
+    const int sb = t / (SUPER_M * SUPER_N);           // which super tile
+    const int in_sb = t % (SUPER_M * SUPER_N);        // which tile inside it
+    const int sb_m = sb / cdiv(grid_n, SUPER_N);      // super tiles: m slow,
+    const int sb_n = sb % cdiv(grid_n, SUPER_N);      //              n fast
+    return {sb_m * SUPER_M + in_sb / SUPER_N,         // tile row of C: m slow inside,
+            sb_n * SUPER_N + in_sb % SUPER_N};        // tile column of C: n fast inside
+}
+
+// Two fp32 accumulators as one register of two halves (lo in the low 16 bits), as stmatrix stores them.
+__device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
+    const half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
+
+// C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
+// A CTA computes (BM, BN) tiles of C with two consumer warpgroups, each BM / 128 wgmma products
+// of (64, BN) on its own BM / 2 rows; the K loop walks BK-wide slices through a STAGES-deep TMA +
+// mbarrier ring that the producer warpgroup fills. The persistent 1-D grid walks the
+// cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) * SUPER_M * SUPER_N launch positions of rung 06.
+template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N>
+__global__ void __launch_bounds__(384, 1)
+k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
+        const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
+        const __grid_constant__ TensorMap tmap_b,  // B (K, N): boxes of (BK, 64), SWIZZLE_128B
+        const __grid_constant__ TensorMap tmap_c) { // C (M, N): boxes of (BM / 2, 64), SWIZZLE_128B
+    constexpr int CONSUMERS = 2;                      // consumer warpgroups, one half of the tile each
+    constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
+    constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
+    constexpr int PRODUCER_REGS = 40;                 // per thread: one thread issues TMA, no accumulators
+    constexpr int CONSUMER_REGS = 232;                // per thread: up to 128 accumulators + addresses
+    constexpr int FRAG_M = BM / 64 / CONSUMERS;       // m64 wgmma products per k16 step, per consumer
+    constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
+    constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
+    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
+    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
+    constexpr int C_ROWS = BM / CONSUMERS;            // rows of C one consumer computes and stores
+    constexpr int C_PANEL = C_ROWS * 128;             // bytes of one (C_ROWS, 64) panel of a consumer's C
+    constexpr int C_HALF = C_ROWS * BN * 2;           // bytes of one consumer's (C_ROWS, BN) part of the C buffer
+    static_assert(BK == 64, "a stage row of A is one 128-byte swizzle row: BK = 64 halves");
+    static_assert(BM % (64 * CONSUMERS) == 0 && BN % 64 == 0,
+                  "whole m64 products per consumer and whole 64-column panels of B");
+    static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
+    static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (1 + CONSUMERS) * LAUNCH_REGS,
+                  "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool: 40 + 2 x 232 = 3 x 168");
+
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
+                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
+    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
+    const unsigned c_smem = b_smem + STAGES * B_STAGE; // CONSUMERS x BN / 64 x (C_ROWS, 64) halves, swizzled
+    const unsigned full_bar = c_smem + CONSUMERS * C_HALF; // STAGES mbarriers: the stage's bytes have landed
+    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every consumer warp is done with the stage
+
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid % 128 / 32;                  // warp of the warpgroup: rows 16 * warp.. of each product
+    const int warpgroup = tid / 128;                  // 0: the producer; 1, 2: the consumers
+
+    const int grid_m = cdiv(M, BM);
+    const int grid_n = cdiv(N, BN);
+    const int tiles = cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) * SUPER_M * SUPER_N; // launch positions
+    const int k_tiles = cdiv(K, BK);
+
+    // One k-slice into one stage, asked for by one thread: the (BM, BK) box of A and BN / 64
+    // (BK, 64) boxes of B, all counted on the stage's full barrier. Boxes reaching past M, N
+    // or K arrive zero-filled, so the tails add nothing to the sums.
+    auto load_tile = [&](int stage, int kt, int m0, int n0) {
+        const int k0 = kt * BK;
+        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+#pragma unroll
+        for (int p = 0; p < BN / 64; ++p) {
+            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+        }
+    };
+
+    // Shared-memory descriptors of a stage's operands (wgmma.cuh), the swizzle being TMA's own.
+    // A (BM, BK) is K-major: 128-byte rows along K, 8-row atoms 1024 bytes apart along M; a k16
+    // step moves the start 32 bytes along the rows, product i starts 64 rows (8192 bytes) down.
+    // B (BK, BN) is row-major, so N is contiguous: MN-major, wgmma's "transposed" B. Its 8-k-row
+    // atoms lie 1024 bytes apart along K (the stride offset), its 64-column panels B_PANEL bytes
+    // apart along N (the leading offset); a k16 step moves the start 16 rows = 2048 bytes down.
+    auto desc_a = [&](unsigned a_stage, int i, int kk) {
+        return wgmma_desc_128b(a_stage + i * 64 * 128 + kk * 32, WGMMA_KMAJOR_LBO_UNUSED, WGMMA_SWIZZLE_ATOM_BYTES);
+    };
+    auto desc_b = [&](unsigned b_stage, int kk) {
+        return wgmma_desc_128b(b_stage + kk * 16 * 128, B_PANEL, WGMMA_SWIZZLE_ATOM_BYTES);
+    };
+
+    // ---- prologue: set up the barriers --------------------------------------------------
+    if (tid == 0) {
+        tma_prefetch_descriptor(&tmap_a);
+        tma_prefetch_descriptor(&tmap_b);
+        tma_prefetch_descriptor(&tmap_c);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bar + s * 8, 1);
+            mbar_init(empty_bar + s * 8, (THREADS - 128) / 32);
+        }
+        fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        // ---- producer: one thread keeps the ring full, the warpgroup's registers go back ----
+        warpgroup_reg_dealloc<PRODUCER_REGS>();
+        if (tid == 0) {
+            int it = 0;                               // k-slices loaded by this CTA so far, over all its tiles
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                const int2 tile = tile_of<SUPER_M, SUPER_N>(t, grid_m, grid_n);
+                if (tile.x >= grid_m || tile.y >= grid_n) continue;   // the edge super tiles are not full
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    if (it >= STAGES) mbar_wait_parity(empty_bar + (it % STAGES) * 8, (it / STAGES - 1) % 2);
+                    load_tile(it % STAGES, kt, tile.x * BM, tile.y * BN);
+                }
+            }
+        }
+    } else {
+        // ---- consumers: wait for slice it, compute this warpgroup's half, free slice it - 1 ----
+        warpgroup_reg_alloc<CONSUMER_REGS>();
+        const int consumer = warpgroup - 1;           // rows consumer * BM / 2.. of the tile
+        const unsigned c_half = c_smem + consumer * C_HALF; // BN / 64 x (C_ROWS, 64) halves, swizzled
+        const bool storer = tid % 128 == 0;           // the thread that issues this consumer's TMA stores
+        float acc[FRAG_M][FRAG_N][4];                 // (BM / 2, BN) fp32 accumulators of the warpgroup
+
+        int it = 0;                                   // k-slices consumed by this CTA so far, over all its tiles
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int2 tile = tile_of<SUPER_M, SUPER_N>(t, grid_m, grid_n);
+            if (tile.x >= grid_m || tile.y >= grid_n) continue;   // the edge super tiles are not full
+            const int m0 = tile.x * BM;
+            const int n0 = tile.y * BN;
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                for (int j = 0; j < FRAG_N; ++j) {
+                    acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+                }
+            }
+
+            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                mbar_wait_parity(full_bar + (it % STAGES) * 8, (it / STAGES) % 2);
+
+                const unsigned a_stage = a_smem + (it % STAGES) * A_STAGE;   // (BM, BK) halves
+                const unsigned b_stage = b_smem + (it % STAGES) * B_STAGE;   // (BK, BN) halves
+                wgmma_fence();                        // the accumulators are settled before wgmma reads them
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+#pragma unroll
+                    for (int i = 0; i < FRAG_M; ++i) {
+                        wgmma_m64nNk16<BN, WgmmaMajor::K, WgmmaMajor::MN>(
+                            acc[i], desc_a(a_stage, consumer * FRAG_M + i, kk), desc_b(b_stage, kk), /*scale_d=*/true);
+                    }
+                }
+                wgmma_commit_group();
+                wgmma_wait_group<1>();                // slice it - 1's products are done; slice it's run on
+                __syncwarp();
+                if (kt > 0 && lane == 0) mbar_arrive(empty_bar + ((it - 1) % STAGES) * 8);
+            }
+            wgmma_wait_group<0>();                    // the tile's last slice's products
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_bar + ((it - 1) % STAGES) * 8); // the producer runs on into the next tile
+
+            // ---- epilogue: fp32 accumulators -> fp16 in the C buffer -> one TMA store per panel --
+            if (storer) tma_store_wait_read<0>();     // the previous tile's stores have read the buffer
+            named_barrier_sync(1 + consumer, 128);    // ... and this warpgroup knows it
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                for (int j = 0; j < FRAG_N; j += 2) {
+                    // A 16x16 piece: rows 16 * warp.. of product i, columns 8 j..; lane gives row
+                    // lane % 8 of 8x8 tile lane / 8 (tiles: rows +0 / +8, then columns +0 / +8).
+                    const int row = i * 64 + warp * 16 + (lane / 8 % 2) * 8 + lane % 8;
+                    const int chunk = j % 8 + lane / 16;   // 16-byte chunk of the row in its 64-column panel
+                    stmatrix_x4(c_half + j / 8 * C_PANEL + swizzle_128b(row, chunk),
+                                half2_bits(acc[i][j][0], acc[i][j][1]), half2_bits(acc[i][j][2], acc[i][j][3]),
+                                half2_bits(acc[i][j + 1][0], acc[i][j + 1][1]),
+                                half2_bits(acc[i][j + 1][2], acc[i][j + 1][3]));
+                }
+            }
+            fence_proxy_async_shared_cta();           // the stmatrix writes are visible to the TMA store
+            named_barrier_sync(1 + consumer, 128);    // every warp of the warpgroup has written its rows
+            if (storer) {
+#pragma unroll
+                for (int p = 0; p < BN / 64; ++p) {
+                    tma_store_2d(&tmap_c, c_half + p * C_PANEL, n0 + p * 64, m0 + consumer * C_ROWS);
+                }
+                tma_store_commit();
+            }
+        }
+        if (storer) tma_store_wait_read<0>();         // the CTA's shared memory outlives the last stores' reads
+    }
+}
