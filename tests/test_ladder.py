@@ -36,3 +36,12 @@ def test_check_shape_names_the_multiple_needed():
         rung.check_shape(200, 64, 64)
     with pytest.raises(ValueError, match="at least 1"):
         rung.check_shape(0, 64, 64)
+
+
+def test_every_rung_has_its_chapter_notebook():
+    from hgemm_course.paths import REPO_ROOT
+
+    if REPO_ROOT is None:
+        pytest.skip("installed from a wheel: the chapters are not packaged")
+    missing = [r.chapter for r in registry().values() if not (REPO_ROOT / r.chapter).is_file()]
+    assert not missing, f"rungs without their chapter notebook: {missing}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex07_mbarrier, ex08_occupancy
-from . import ex09_wgmma_desc, ex10_ring_parity
+from . import ex09_wgmma_desc, ex10_ring_parity, ex11_persistent
 from .feedback import CheckResult, Exercise, Failure, Learner
 from .kernel_exercise import KernelExercise, check_kernel
 from .loader import default_path, load_function
@@ -27,7 +27,7 @@ __all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "che
 _REGISTRY: dict[str, Exercise] = {
     module.EXERCISE.name: module.EXERCISE
     for module in (ex01_naive, ex02_tiling, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex08_occupancy,
-                   ex09_wgmma_desc, ex10_ring_parity)
+                   ex09_wgmma_desc, ex10_ring_parity, ex11_persistent)
 }
 
 EXERCISES: dict[str, str] = {name: ex.description for name, ex in _REGISTRY.items()}
