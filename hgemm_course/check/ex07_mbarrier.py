@@ -396,13 +396,18 @@ def play_all(program: list, *, stages: int, warps: int, k_tiles: int | None = No
     return played
 
 
-def format_events(events: list[dict], last: int | None = None) -> str:
-    """The events as a table: step, who, kt, what, detail, and the phases each barrier has completed."""
+def format_events(events: list[dict], last: int | None = None, *, widths: tuple[int, int, int] = (9, 15, 52)) -> str:
+    """The events as a table: step, who, kt, what, detail, and the phases each barrier has completed.
+    ``widths`` are the least widths of the who, action and detail columns; a wider entry widens its
+    column (chapter 10's ring shares this table)."""
     rows = events[-last:] if last else events
-    lines = [f"{'step':>4}  {'who':<9} {'kt':>3}  {'action':<15} {'detail':<52} full / empty phases"]
+    who = max([widths[0]] + [len(e["actor"]) for e in rows])
+    action = max([widths[1]] + [len(e["action"]) for e in rows])
+    detail = max([widths[2]] + [len(e["detail"]) for e in rows])
+    lines = [f"{'step':>4}  {'who':<{who}} {'kt':>3}  {'action':<{action}} {'detail':<{detail}} full / empty phases"]
     for e in rows:
         kt = "" if e["kt"] is None else str(e["kt"])
-        lines.append(f"{e['step']:>4}  {e['actor']:<9} {kt:>3}  {e['action']:<15} {e['detail']:<52} "
+        lines.append(f"{e['step']:>4}  {e['actor']:<{who}} {kt:>3}  {e['action']:<{action}} {e['detail']:<{detail}} "
                      f"{e['full_phases']} / {e['empty_phases']}")
     return "\n".join(lines)
 

@@ -28,9 +28,11 @@ import random
 from collections import Counter
 from typing import Callable
 
+from . import ex07_mbarrier
 from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, passed_message
 
 FUNCTIONS = ("full_wait", "empty_wait")
+
 K_SLICES = 64
 STAGE_COUNTS = range(2, 9)
 CONSUMERS = 2                   # consumer warpgroups (rung 10's CONSUMERS)
@@ -257,14 +259,8 @@ def play_all(full_wait_fn: WaitFn = full_wait, empty_wait_fn: WaitFn = empty_wai
 
 
 def format_events(events: list[dict], last: int | None = None) -> str:
-    """The events as a table: step, who, slice, what, detail, and the phases each barrier has completed."""
-    rows = events[-last:] if last else events
-    lines = [f"{'step':>4}  {'who':<10} {'kt':>3}  {'action':<16} {'detail':<56} full / empty phases"]
-    for e in rows:
-        kt = "" if e["kt"] is None else str(e["kt"])
-        lines.append(f"{e['step']:>4}  {e['actor']:<10} {kt:>3}  {e['action']:<16} {e['detail']:<56} "
-                     f"{e['full_phases']} / {e['empty_phases']}")
-    return "\n".join(lines)
+    """Chapter 07's event table, with columns wide enough for the two consumers' names and waits."""
+    return ex07_mbarrier.format_events(events, last, widths=(10, 16, 56))
 
 
 # ---------------------------------------------------------------- the checker
