@@ -170,17 +170,8 @@ def main(argv=None) -> int:
     table = mma.format_table(out, args.sizes)
     if args.interleave:
         table += "\n" + format_interleaved(out["interleaved"], args.sizes, args.interleave)
-    folder = Path(args.out)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tune_hopper.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    prov = out["provenance"]
-    header = (f"# {prov['date']}  {prov['gpu']}  driver {prov['driver']}  CUDA runtime {prov['cuda_runtime']}  "
-              f"NVRTC {prov['nvrtc']}  cupy {prov['packages'].get('cupy-cuda13x')}\n"
-              f"# median of {args.repeats} launches per size (CUDA events), cuBLAS = cupy.matmul fp16 in the same run\n"
-              f"# SASS of the defaults: {json.dumps(out['sass_defaults'])}\n")
-    (folder / "tune_hopper_table.txt").write_text(header + table + "\n")
-    print(header + table)
-    return 0 if all(e.get("passed") for e in out["variants"] if "refused" not in e) else 1
+    return mma.write_run_files(out, table, Path(args.out), "tune_hopper", args.repeats,
+                               f"# SASS of the defaults: {json.dumps(out['sass_defaults'])}\n")
 
 
 if __name__ == "__main__":

@@ -331,15 +331,20 @@ def main(argv=None) -> int:
     out["provenance"] = results.provenance({"script": "scripts/tune_mma_ladder.py", "argv": sys.argv[1:],
                                             "sizes": args.sizes, "repeats": args.repeats,
                                             "wall_s": round(time.time() - t0, 1)})
-    table = format_table(out, args.sizes)
-    folder = Path(args.out)
+    return write_run_files(out, format_table(out, args.sizes), Path(args.out), "tune", args.repeats)
+
+
+def write_run_files(out: dict, table: str, folder: Path, stem: str, repeats: int, extra_header: str = "") -> int:
+    """Write <stem>.json and <stem>_table.txt (a provenance header, then the table), print the table
+    last, and return the exit status: 0 when every variant that was not refused passed verification."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tune.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    (folder / f"{stem}.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
     prov = out["provenance"]
     header = (f"# {prov['date']}  {prov['gpu']}  driver {prov['driver']}  CUDA runtime {prov['cuda_runtime']}  "
               f"NVRTC {prov['nvrtc']}  cupy {prov['packages'].get('cupy-cuda13x')}\n"
-              f"# median of {args.repeats} launches per size (CUDA events), cuBLAS = cupy.matmul fp16 in the same run\n")
-    (folder / "tune_table.txt").write_text(header + table + "\n")
+              f"# median of {repeats} launches per size (CUDA events), cuBLAS = cupy.matmul fp16 in the same run\n"
+              + extra_header)
+    (folder / f"{stem}_table.txt").write_text(header + table + "\n")
     print(header + table)
     return 0 if all(e.get("passed") for e in out["variants"] if "refused" not in e) else 1
 
