@@ -31,6 +31,14 @@ def _parse_size(text: str):
 # ---------------------------------------------------------------- subcommands
 
 
+def _parse_pair(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected two numbers as AxB, e.g. 128x256") from None
+    return a, b
+
+
 def cmd_doctor(args) -> int:
     report = device.machine_report()
     if args.json:
@@ -139,6 +147,40 @@ def cmd_bench(args) -> int:
     else:
         print(format_table(records))
         print(f"\nwritten to {path}")
+    return 1 if failures else 0
+
+
+def cmd_tune(args) -> int:
+    from . import tune
+    from .results import write_run
+
+    args.rung = tune.get(args.rung).id          # "11", 11 and "11_persistent" alike
+    configs = tune.sweep(args.rung, tiles=args.tiles, stages=args.stages, supers=args.supers, clusters=args.clusters)
+    runnable, skipped = tune.plan(args.rung, configs)
+    for cfg, reason in skipped:
+        print(f"skip {cfg.label}: {reason}", file=sys.stderr)
+    print(f"rung {args.rung}: {len(runnable)} of {len(configs)} configurations can run", file=sys.stderr)
+    if args.dry_run:
+        for cfg in runnable:
+            print(f"run  {cfg.label}: {cfg.ring_bytes() + tune.c_buffer_bytes(tune.get(args.rung).id, cfg)} B "
+                  "of shared memory by the seed's arithmetic")
+        return 0
+    records, _, failures = tune.run(args.rung, args.sizes or [4096, 8192], runnable, repeats=args.repeats)
+    for cfg, failed in failures:
+        print(f"verification failed, not timed: {cfg.label}: {failed.summary()} (seed={failed.seed})", file=sys.stderr)
+    if not records:
+        return 1
+    chosen = tune.best(records)
+    default = tune.default_config(args.rung)
+    path = write_run(records, kind="tune", folder=args.out_dir,
+                     extra={"rung": tune.get(args.rung).id, "skipped": [[c.label, r] for c, r in skipped],
+                            "failed": [[c.label, f.summary()] for c, f in failures],
+                            "default": default.label, "best": chosen[0] if chosen else None})
+    print(tune.format_tune_table(records))
+    if chosen:
+        print(f"\nbest: {tune.TuneConfig(**chosen[0]).label} ({chosen[1]:.1f}% of cuBLAS, geometric mean); "
+              f"the rung's default: {default.label}")
+    print(f"written to {path}")
     return 1 if failures else 0
 
 
@@ -327,6 +369,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", type=Path)
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("tune", help="sweep a Hopper rung's tiles, stages, order and clusters; writes results/tune_*.json")
+    s.add_argument("rung", help="09, 10 or 11")
+    s.add_argument("--sizes", nargs="+", type=_parse_size, help="default: 4096 8192")
+    s.add_argument("--tiles", nargs="+", type=_parse_pair, help="BMxBN, e.g. 128x256 256x128")
+    s.add_argument("--stages", nargs="+", type=int)
+    s.add_argument("--supers", nargs="+", type=_parse_pair, help="SUPER_MxSUPER_N, e.g. 16x2 8x4")
+    s.add_argument("--clusters", nargs="+", type=int, help="CTAs per cluster along M (rung 11): 1 2")
+    s.add_argument("--repeats", type=int, default=30)
+    s.add_argument("--dry-run", action="store_true", help="only list what would run and what is skipped, and why")
+    s.add_argument("--out-dir", type=Path)
+    s.set_defaults(fn=cmd_tune)
 
     s = sub.add_parser("ceilings", help="measure the roofline's ceilings: copy bandwidth and cuBLAS fp16")
     s.add_argument("--out-dir", type=Path)

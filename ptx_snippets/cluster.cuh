@@ -2,7 +2,7 @@
 // other's shared memory (distributed shared memory) and meet at a cluster-wide barrier.
 // PTX ISA: "Special Registers: %cluster_ctarank", "Parallel Synchronization and Communication
 // Instructions: barrier.cluster", "Data Movement and Conversion Instructions: mapa" and "mbarrier".
-// Not used by the ladder's kernels yet: the next rung multicasts TMA loads over a cluster.
+// Rung 11 uses them with clusters of two CTAs that share B's k-slices by multicast (cluster_m=2).
 #pragma once
 
 // This CTA's rank in its cluster, 0 .. cluster size - 1.
@@ -31,13 +31,15 @@ __device__ __forceinline__ unsigned cluster_map_shared(unsigned smem_addr, unsig
 }
 
 // One arrival on the mbarrier at shared::cta address bar of CTA `cta` of the cluster (a consumer
-// telling every CTA whose multicast filled its stage that the stage is free again).
+// telling every CTA whose multicast filled its stage that the stage is free again). The arrival has
+// the default semantics (release at CTA scope), as CUTLASS's cluster barriers do: what it publishes
+// is that this CTA's wgmma reads of the stage are over, and those completed before the arrival.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned cta) {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" ::"r"(bar),
         "r"(cta)
         : "memory");

@@ -37,6 +37,7 @@ def parse_args(argv=None):
     shape.add_argument("--mnk", type=int, nargs=3, metavar=("M", "N", "K"))
     p.add_argument("--super", type=int, nargs=2, metavar=("SUPER_M", "SUPER_N"),
                    help="super tile in output tiles, for rungs whose launcher takes super_mn")
+    p.add_argument("--cluster", type=int, help="CTAs per cluster along M, for rung 11 (cluster_m)")
     p.add_argument("--launches", type=int, default=1, help="launches after the warm-up (default 1)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments, print the kernel, launch nothing")
     args = p.parse_args(argv)
@@ -61,6 +62,10 @@ def parse_args(argv=None):
             p.error(f"rung {rung.id} ({rung.slug}) has no super tiles: its launcher takes no super_mn, so drop "
                     f"--super (rungs {', '.join(r.id for r in registry().values() if takes_super(r))} take it).")
         overrides["super_mn"] = tuple(args.super)
+    if args.cluster:
+        if "cluster_m" not in inspect.signature(rung.launch).parameters:
+            p.error(f"rung {rung.id} ({rung.slug}) has no clusters: only rung 11's launcher takes cluster_m.")
+        overrides["cluster_m"] = args.cluster
     try:
         kernel = importlib.import_module(rung.launch.__module__).kernel(**overrides)
     except ValueError as e:

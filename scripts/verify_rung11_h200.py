@@ -44,16 +44,30 @@ from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles  # noq
 CHECKS = (
     ("11", (128, 256, 64), {}, "default"),
     ("11", (257, 136, 64), {}, "default"),
-    ("11", (257, 136, 64), {"max_ctas": 1}, "1 CTA"),
+    ("11", (257, 136, 64), {"cluster_m": 1, "max_ctas": 1}, "1 CTA"),
     ("11", (1000, 1000, 1024), {}, "default"),
-    ("11", (1000, 1000, 1024), {"max_ctas": 1}, "1 CTA"),
-    ("11", (1000, 1000, 1024), {"max_ctas": 3}, "3 CTAs"),
+    ("11", (1000, 1000, 1024), {"cluster_m": 1, "max_ctas": 1}, "1 CTA"),
+    ("11", (1000, 1000, 1024), {"cluster_m": 1, "max_ctas": 3}, "3 CTAs"),
     ("11", (1000, 1000, 1024), {"tiles": WarpSpecializedTiles(256, 128, 64, 3)}, "256x128 s3"),
     ("11", (8192, 128, 4096), {}, "default"),
     ("11", (4096, 2048, 1024), {}, "default"),
-    ("11", (4096, 2048, 1024), {"max_ctas": 7}, "7 CTAs"),
+    ("11", (4096, 2048, 1024), {"cluster_m": 1, "max_ctas": 7}, "7 CTAs"),
+    # clusters of 2 sharing B by multicast: an odd tile-row count (257 rows: 3 tiles, the last cluster's
+    # second CTA computes past M), one or two clusters walking every tile, both tile shapes
+    ("11", (128, 256, 64), {"cluster_m": 2}, "cluster 2"),
+    ("11", (257, 136, 64), {"cluster_m": 1}, "cluster 1"),
+    ("11", (257, 136, 64), {"cluster_m": 2}, "cluster 2"),
+    ("11", (257, 136, 64), {"cluster_m": 2, "max_ctas": 2}, "1 cluster"),
+    ("11", (1000, 1000, 1024), {"cluster_m": 2}, "cluster 2"),
+    ("11", (1000, 1000, 1024), {"cluster_m": 2, "max_ctas": 4}, "2 clusters"),
+    ("11", (1000, 1000, 1024), {"cluster_m": 2, "tiles": WarpSpecializedTiles(256, 128, 64, 3)}, "256x128 c2"),
+    ("11", (1000, 1000, 1024), {"cluster_m": 2, "tiles": WarpSpecializedTiles(128, 128, 64, 4),
+                                "super_mn": (8, 4)}, "128x128 c2"),
+    ("11", (8192, 128, 4096), {"cluster_m": 2}, "cluster 2"),
+    ("11", (4096, 2048, 1024), {"cluster_m": 2}, "cluster 2"),
 )
 MODULES = {"10": r10_warp_specialized, "11": r11_persistent}
+OTHER_CLUSTER = {"cluster_m": 3 - r11_persistent.CLUSTER_M}     # timed beside the default: with clusters or without
 
 
 class Hang(RuntimeError):
@@ -97,7 +111,8 @@ def check(rung: str, a, b, reference, kwargs: dict, budget_s: float) -> dict:
 
 
 def all_checks(sizes) -> list[tuple]:
-    timed = [(rung, (n, n, n), {}, "default") for n in sorted(sizes) for rung in ("11", "10")]
+    timed = [(rung, (n, n, n), kwargs, label) for n in sorted(sizes)
+             for rung, kwargs, label in (("11", {}, "default"), ("11", OTHER_CLUSTER, "other cluster"), ("10", {}, "default"))]
     return sorted(CHECKS + tuple(timed), key=lambda c: c[1][0] * c[1][1] * c[1][2])
 
 
@@ -173,7 +188,8 @@ def main(argv=None) -> int:
     out["sass_rung_11"] = sass_counts()
     table = ""
     if status == 0:
-        chosen = [{"rung": "10", "label": "default", "kwargs": {}}, {"rung": "11", "label": "default", "kwargs": {}}]
+        chosen = [{"rung": "10", "label": "default", "kwargs": {}}, {"rung": "11", "label": "default", "kwargs": {}},
+                  {"rung": "11", "label": f"cluster {OTHER_CLUSTER['cluster_m']}", "kwargs": OTHER_CLUSTER}]
         out["interleaved"] = thl.run_interleaved({"variants": [{"passed": True}] * len(chosen)}, chosen, args.sizes,
                                                  args.rounds)
         table = thl.format_interleaved(out["interleaved"], args.sizes, args.rounds)

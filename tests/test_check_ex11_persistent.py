@@ -52,14 +52,15 @@ def test_untouched_exercise_fails_with_its_hint():
 
 def test_reference_is_rung_11s_own_walk():
     """The checker's reference and the rung's Python twin (both from sim.cta_order) agree, on the rung's
-    tile size, for the launches the rung makes."""
+    tile size, for the launches the rung makes without clusters (the walk the exercise teaches; with
+    clusters of 2 each pair of CTAs walks it over (256, 256) cluster tiles, tests/test_rung11_compile.py)."""
     t = r11_persistent.TILES
     for M, N in ((8192, 8192), (1000, 1000), (257, 136), (8192, 128), (2048, 2048)):
         grid_m, grid_n = -(-M // t.bm), -(-N // t.bn)
-        (grid,) = r11_persistent.persistent_grid(M, N, 132)
+        (grid,) = r11_persistent.persistent_grid(M, N, 132, cluster_m=1)
         for cta in (0, 1, grid - 1):
             assert reference_tiles(cta, grid, grid_m, grid_n, *r11_persistent.SUPER) == \
-                r11_persistent.cta_tiles(cta, grid, M, N)
+                r11_persistent.cta_tiles(cta, grid, M, N, cluster_m=1)
 
 
 def test_cases_cover_holes_and_more_ctas_than_positions():

@@ -99,18 +99,31 @@ def launch_11_and_compare(shape, **kwargs):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cluster_m", [1, 2])
 @pytest.mark.parametrize("max_ctas", [1, 3, 7])
 @pytest.mark.parametrize("shape", [(1000, 1000, 1024), (257, 136, 64), (2048, 1024, 512)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_rung_11_few_ctas_walk_many_tiles(shape, max_ctas):
+def test_rung_11_few_ctas_walk_many_tiles(shape, max_ctas, cluster_m):
     """A small grid makes each CTA run its ring over many tiles: the k-slice counter and the parities
-    carry over from tile to tile, and the C buffer is reused after each TMA store has read it."""
-    launch_11_and_compare(shape, max_ctas=max_ctas)
+    carry over from tile to tile, and the C panel buffers are reused after each TMA store has read them.
+    With clusters of 2 the grid rounds down to whole clusters (1 -> 2, 3 -> 2, 7 -> 6 CTAs)."""
+    launch_11_and_compare(shape, max_ctas=max_ctas, cluster_m=cluster_m)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster_m", [1, 2])
+@pytest.mark.parametrize("shape", [(384, 512, 200), (257, 136, 72), (640, 256, 64), (4096, 4096, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_rung_11_with_and_without_clusters(shape, cluster_m):
+    """Clusters of 2 CTAs sharing B by multicast, and none: odd tile-row counts (3 and 5 rows of 128: the
+    last cluster's second CTA computes on zero-filled A and stores nothing), K not a multiple of 64."""
+    launch_11_and_compare(shape, cluster_m=cluster_m)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tiles", [WarpSpecializedTiles(256, 128, 64, 3), WarpSpecializedTiles(128, 128, 64, 4)],
                          ids=variant_id)
 @pytest.mark.parametrize("shape", [(1000, 1000, 1024), (257, 136, 64)], ids=lambda s: "x".join(map(str, s)))
-def test_rung_11_variants_are_right(tiles, shape):
-    launch_11_and_compare(shape, tiles=tiles)
+@pytest.mark.parametrize("cluster_m", [1, 2])
+def test_rung_11_variants_are_right(tiles, shape, cluster_m):
+    launch_11_and_compare(shape, tiles=tiles, cluster_m=cluster_m)

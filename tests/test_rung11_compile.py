@@ -18,12 +18,19 @@ from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 from hgemm_course.sim.raster import cta_order
 
 VARIANTS = [r11_persistent.TILES, WarpSpecializedTiles(256, 128, 64, 3), WarpSpecializedTiles(128, 128, 64, 4)]
+CASES = [(t, c) for t in VARIANTS for c in (1, 2)]
 
 
-@pytest.fixture(scope="module", params=VARIANTS, ids=lambda t: f"{t.bm}x{t.bn}s{t.stages}")
+@pytest.fixture(scope="module", params=CASES, ids=lambda tc: f"{tc[0].bm}x{tc[0].bn}s{tc[0].stages}c{tc[1]}")
 def compiled(request):
-    k = r11_persistent.kernel(request.param)
+    tiles, cluster_m = request.param
+    k = r11_persistent.kernel(tiles, cluster_m=cluster_m)
     return k, k.compile()
+
+
+def c_panel_bytes(t: WarpSpecializedTiles) -> int:
+    """Two (bm / 2, 64) fp16 panel buffers per consumer (one when bn = 64), written independently of the kernel."""
+    return 2 * min(2, t.bn // 64) * (t.bm // 2) * 64 * 2
 
 
 def test_rung_11_is_registered():
@@ -37,7 +44,7 @@ def test_rung_11_is_registered():
 def test_shared_memory_is_the_ring_plus_the_c_buffer(compiled):
     k, _ = compiled
     t = next(v for v in VARIANTS if k.template_args[:4] == v.template_args)
-    dense = t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + t.bm * t.bn * 2
+    dense = t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + c_panel_bytes(t)
     assert k.smem_bytes == -(-(1024 + dense + 16 * t.stages) // 1024) * 1024 <= SMEM_PER_CTA_OPTIN
 
 
@@ -67,10 +74,18 @@ def test_ptx_contains_what_the_rung_teaches(compiled):
         assert text in mod.ptx, f"no {text} in the PTX of {k.name_expression}"
     for text in ("ldmatrix", "mma.sync", "cp.async.cg", "st.global"):
         assert text not in mod.ptx, f"{text} should be gone from the PTX of {k.name_expression}"
+    clustered = ("multicast::cluster", "mbarrier.arrive.shared::cluster.b64", "mapa.shared::cluster",
+                 "%cluster_ctarank", "barrier.cluster.arrive", "barrier.cluster.wait")
+    for text in clustered:
+        assert (text in mod.ptx) == (k.template_args[-1] == 2), f"{text} in the PTX of {k.name_expression}"
+    if k.template_args[-1] == 2:                           # B's panels: half of them per CTA, multicast to both
+        loads = [line for line in mod.ptx.splitlines() if "cp.async.bulk.tensor.2d.shared::cluster.global" in line]
+        assert any("multicast::cluster" in line for line in loads)
+        assert not any("multicast::cluster" in line for line in loads if "%rs" not in line.split("]")[-1])
 
 
 def test_stores_one_box_per_64_column_panel(compiled):
-    """bn / 64 TMA stores of (bm / 2, 64) per consumer, all issued from one unrolled loop."""
+    """bn / 64 TMA stores of (bm / 2, 64) per consumer, one per panel of the unrolled epilogue loop."""
     k, mod = compiled
     stores = [line for line in mod.ptx.splitlines() if "global.shared::cta.bulk_group" in line]
     assert len(stores) == k.template_args[1] // 64
@@ -79,17 +94,22 @@ def test_stores_one_box_per_64_column_panel(compiled):
     assert len(stmatrix) == (bm // 128) * (bn // 16)      # FRAG_M products x 16-column pieces per warp
 
 
-def test_only_named_barriers_inside_the_persistent_loop():
-    """One CTA-wide barrier (bar.sync 0, after the mbarriers are set up); the consumers meet among
-    themselves with named barriers, never with the producer."""
-    ptx = r11_persistent.kernel().compile().ptx
-    barriers = re.findall(r"\bbar(?:rier)?\.sync\s+([^;]+);", ptx)
-    assert [b.strip() for b in barriers].count("0") == 1, barriers
-    assert len(barriers) == 3, barriers                    # + two named barriers per tile of the epilogue
+@pytest.mark.parametrize("cluster_m", [1, 2])
+def test_only_named_barriers_inside_the_persistent_loop(cluster_m):
+    """One CTA-wide barrier after the mbarriers are set up (bar.sync 0, or for a cluster the cluster
+    barrier, which also closes the kernel); the consumers meet among themselves with named barriers,
+    two per 64-column panel of the epilogue, never with the producer."""
+    ptx = r11_persistent.kernel(cluster_m=cluster_m).compile().ptx
+    barriers = [b.strip() for b in re.findall(r"\bbar(?:rier)?\.sync\s+([^;]+);", ptx)]
+    assert barriers.count("0") == (1 if cluster_m == 1 else 0), barriers
+    named = [b for b in barriers if b != "0"]
+    assert len(named) == 2 * r11_persistent.TILES.bn // 64, barriers
+    assert ptx.count("barrier.cluster.wait") == (0 if cluster_m == 1 else 2)
 
 
 # ------------------------------------------------------------------ the persistent grid
 
+@pytest.mark.parametrize("cluster_m", [1, 2])
 @pytest.mark.parametrize("shape, sms, expected", [
     ((8192, 8192), 132, 132),        # 64 x 32 tiles: one CTA per SM, each walks 15 or 16 tiles
     ((4096, 4096), 132, 132),        # 32 x 16 = 512 tiles
@@ -99,11 +119,20 @@ def test_only_named_barriers_inside_the_persistent_loop():
     ((128, 256), 132, 32),           # one tile, one super tile of 32 positions
     ((8192, 8192), 114, 114),        # an H100 PCIe
 ])
-def test_grid_is_the_launch_positions_capped_at_ctas_that_fit(shape, sms, expected):
+def test_grid_is_the_launch_positions_capped_at_ctas_that_fit(shape, sms, expected, cluster_m):
+    """With clusters of 2 the positions are pairs of tile rows (super tiles of 8 x 2 pairs), so the counts
+    in CTAs come out the same here; the grid is whole clusters."""
     M, N = shape
-    positions = r11_persistent.launch_positions(M, N)
-    assert r11_persistent.persistent_grid(M, N, sms) == (min(positions, sms * r11_persistent.CTAS_PER_SM),)
-    assert r11_persistent.persistent_grid(M, N, sms) == (expected,)
+    positions = r11_persistent.launch_positions(M, N, cluster_m=cluster_m)
+    grid = r11_persistent.persistent_grid(M, N, sms, cluster_m=cluster_m)
+    assert grid == (min(positions, sms * r11_persistent.CTAS_PER_SM),) == (expected,)
+    assert grid[0] % cluster_m == 0
+
+
+@pytest.mark.parametrize("resident, max_ctas, expected", [(131, None, 130), (132, 3, 2), (132, 1, 2), (7, None, 6)])
+def test_cluster_grid_is_whole_clusters(resident, max_ctas, expected):
+    """An odd count of resident CTAs or of asked-for CTAs rounds down to whole clusters (at least one)."""
+    assert r11_persistent.persistent_grid(8192, 8192, resident, max_ctas=max_ctas, cluster_m=2) == (expected,)
 
 
 def test_one_cta_per_sm_by_registers_and_shared_memory():
@@ -113,21 +142,27 @@ def test_one_cta_per_sm_by_registers_and_shared_memory():
     assert 2 * r11_persistent.smem_bytes(t) > 228 * 1024                    # nor does its shared memory
 
 
-@pytest.mark.parametrize("shape", [(8192, 8192), (1000, 1000), (257, 136), (4096, 2048), (8192, 128), (128, 256)])
+@pytest.mark.parametrize("shape", [(8192, 8192), (1000, 1000), (257, 136), (4096, 2048), (8192, 128), (128, 256),
+                                   (384, 512)])
 @pytest.mark.parametrize("sms", [132, 7])
-def test_every_tile_once_and_in_launch_order(shape, sms):
-    """The CTAs' tile lists together are rung 06's launch order without its holes, each tile once;
-    CTA b's i-th tile is launch position b + i * grid."""
+@pytest.mark.parametrize("cluster_m", [1, 2])
+def test_every_tile_once_and_in_launch_order(shape, sms, cluster_m):
+    """The CTAs' tile lists together are every tile once. Without clusters CTA b's i-th tile is launch
+    position b + i * grid of rung 06's order; with clusters of 2, CTA b takes row b % 2 of the cluster
+    tile at position b // 2 + i * grid / 2 of that order over the grid of (256, 256) cluster tiles
+    (a row past the grid, when grid_m is odd, is computed on zeros and stored nowhere)."""
     M, N = shape
-    (grid,) = r11_persistent.persistent_grid(M, N, sms)
-    per_cta = [r11_persistent.cta_tiles(b, grid, M, N) for b in range(grid)]
+    (grid,) = r11_persistent.persistent_grid(M, N, sms, cluster_m=cluster_m)
+    per_cta = [r11_persistent.cta_tiles(b, grid, M, N, cluster_m=cluster_m) for b in range(grid)]
     flat = [tile for tiles in per_cta for tile in tiles]
     grid_m, grid_n = cdiv(M, 128), cdiv(N, 256)
     assert sorted(flat) == [(m, n) for m in range(grid_m) for n in range(grid_n)]
-    order = cta_order("supertile", grid_m, grid_n, super_m=16, super_n=2)
-    for b in (0, grid - 1):
-        expected = [tuple(map(int, order[t])) for t in range(b, len(order), grid) if order[t][0] >= 0]
-        assert per_cta[b] == expected
+    order = cta_order("supertile", cdiv(grid_m, cluster_m), grid_n, super_m=16 // cluster_m, super_n=2)
+    clusters = grid // cluster_m
+    for b in (0, 1, grid - 1):
+        expected = [(int(order[t][0]) * cluster_m + b % cluster_m, int(order[t][1]))
+                    for t in range(b // cluster_m, len(order), clusters) if order[t][0] >= 0]
+        assert per_cta[b] == [tile for tile in expected if tile[0] < grid_m]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -157,7 +192,8 @@ def test_kernel_tile_of_matches_the_raster_simulator(tmp_path):
 # ------------------------------------------------------------------ refusals
 
 @pytest.mark.parametrize("tiles, match", [
-    (WarpSpecializedTiles(128, 256, 64, 4), "and the 65536-byte C buffer need"),
+    (WarpSpecializedTiles(128, 256, 64, 5), "and the 32768-byte C panel buffers need"),
+    (WarpSpecializedTiles(256, 128, 64, 4), "and the 65536-byte C panel buffers need"),
     (WarpSpecializedTiles(256, 256, 64, 3), "over the 232448 bytes"),
     (WarpSpecializedTiles(64, 256, 64, 3), "bm=64: each of the 2 consumer warpgroups"),
     (WarpSpecializedTiles(128, 256, 64, 2), "at least 3 stages"),
@@ -166,6 +202,16 @@ def test_kernel_tile_of_matches_the_raster_simulator(tmp_path):
 def test_refuses_tiles_it_cannot_do(tiles, match):
     with pytest.raises(ValueError, match=match):
         r11_persistent.kernel(tiles)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"cluster_m": 3}, "cluster_m=3: the kernel pairs CTAs along M"),
+    ({"cluster_m": 2, "super_mn": (1, 1)}, "super tile's 1 rows must hold whole clusters"),
+    ({"cluster_m": 2, "tiles": WarpSpecializedTiles(128, 64, 64, 4)}, "B's 1 panels of 64 columns"),
+])
+def test_refuses_clusters_it_cannot_do(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        r11_persistent.kernel(**kwargs)
 
 
 def test_refuses_sizes_with_the_fix():
@@ -206,14 +252,14 @@ def test_10_to_11_keeps_the_loads_descriptors_and_main_loop():
     old, new = body(KERNELS_DIR / r10_warp_specialized.SOURCE), body(KERNELS_DIR / r11_persistent.SOURCE)
     changed = [line for line in difflib.unified_diff(old, new, lineterm="", n=0)
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    assert 0 < len(changed) <= 170, "\n".join(changed)   # the consumer loop moves one level in
+    assert 0 < len(changed) <= 230, "\n".join(changed)   # the consumer loop moves one level in; clusters
 
     def block(lines, start, end):
         i = next(n for n, line in enumerate(lines) if start in line)
         j = next(n for n, line in enumerate(lines[i:], i) if end in line)
         return [line.strip() for line in lines[i:j]]
     for start, end in (("constexpr int CONSUMERS", "constexpr int B_STAGE"), ("auto desc_a", "    };"),
-                       ("auto desc_b", "    };"), ("mbar_init(full_bar", "__syncthreads")):
+                       ("auto desc_b", "    };"), ("mbar_init(full_bar", "mbar_init(empty_bar")):
         assert block(old, start, end) == block(new, start, end), start
     decode_10 = [line.split("//")[0].strip().removeprefix("const int ") for line in old
                  if line.strip().startswith(("const int sb", "const int in_sb"))]
@@ -225,8 +271,8 @@ def test_10_to_11_keeps_the_loads_descriptors_and_main_loop():
 # ------------------------------------------------------------------ snippets
 
 def test_store_and_cluster_snippets_compile_to_their_instructions():
-    """Every new snippet compiles for sm_90a and emits its one instruction; the cluster ones (and the
-    multicast load) are not used by rung 11 yet, so this is their test."""
+    """Every new snippet compiles for sm_90a and emits its one instruction (the cluster ones on their own,
+    not only inside rung 11)."""
     from hgemm_course.build import compile_cuda
 
     src = ('#include "cluster.cuh"\n#include "fence.cuh"\n#include "mbarrier.cuh"\n#include "stmatrix.cuh"\n'
@@ -254,7 +300,7 @@ def test_store_and_cluster_snippets_compile_to_their_instructions():
     for text in ("stmatrix.sync.aligned.m8n8.x4.shared.b16", "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
                  "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
                  "cp.async.bulk.wait_group.read 0", "fence.proxy.async.shared::cta", "bar.sync",
-                 ".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster",
+                 ".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64",
                  "%cluster_ctarank", "barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned"):
         assert text in ptx, f"no {text} in the snippets' PTX"
 
@@ -366,7 +412,9 @@ def test_ring_model_uses_the_kernels_index_arithmetic():
     text = (KERNELS_DIR / r11_persistent.SOURCE).read_text()
     for line in ("if (it >= STAGES) mbar_wait_parity(empty_bar + (it % STAGES) * 8, (it / STAGES - 1) % 2);",
                  "mbar_wait_parity(full_bar + (it % STAGES) * 8, (it / STAGES) % 2);",
-                 "if (kt > 0 && lane == 0) mbar_arrive(empty_bar + ((it - 1) % STAGES) * 8);",
-                 "if (lane == 0) mbar_arrive(empty_bar + ((it - 1) % STAGES) * 8);",
-                 "for (int kt = 0; kt < k_tiles; ++kt, ++it) {", "mbar_init(empty_bar + s * 8, (THREADS - 128) / 32);"):
+                 "if (kt > 0) release_stage((it - 1) % STAGES);", "release_stage((it - 1) % STAGES);",
+                 "if (lane == 0) mbar_arrive(empty_bar + stage * 8);",
+                 "if (lane < CLUSTER_M) mbar_arrive_cluster(empty_bar + stage * 8, lane);",
+                 "for (int kt = 0; kt < k_tiles; ++kt, ++it) {",
+                 "mbar_init(empty_bar + s * 8, CLUSTER_M * (THREADS - 128) / 32);"):
         assert line in text, line

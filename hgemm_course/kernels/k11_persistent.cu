@@ -2,9 +2,16 @@
 // CTAs as fit on the GPU at once; each walks the output tiles t = blockIdx.x, + gridDim.x, ... in
 // rung 06's super-tile order, and its full/empty ring runs on across tiles: the k-slice counter is
 // never reset, so the producer loads the next tile's first slices while the consumers still compute,
-// and the parities carry over. The epilogue writes each consumer's half of the tile to a shared-memory
-// C buffer with stmatrix and one thread stores it with TMA (cp.async.bulk.tensor, shared -> global),
-// which clips the M and N tails; the buffer is overwritten only once the previous store has read it.
+// and the parities carry over. The epilogue writes each consumer's half of the tile, one 64-column
+// panel at a time, to a shared-memory panel buffer with stmatrix, and one thread stores the panel
+// with TMA (cp.async.bulk.tensor, shared -> global), which clips the M and N tails. Two panel buffers
+// per consumer take turns: a panel is written while the one before it is still being stored, and a
+// buffer is overwritten only once its previous store has read it. (A whole-tile C buffer would take
+// 64 KiB, the ring's fourth stage; the two panels take 32 KiB.)
+// With CLUSTER_M = 2 the CTAs come in clusters of two that compute vertically adjacent tiles of one
+// column of C, so they read the same k-slices of B: each loads half of the slice's 64-column panels and
+// multicasts them into both CTAs' rings, and a consumer frees a stage on both CTAs' empty barriers.
+#include "cluster.cuh"
 #include "common.cuh"
 #include "fence.cuh"
 #include "mbarrier.cuh"
@@ -36,10 +43,11 @@ __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
 // C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
 // A CTA computes (BM, BN) tiles of C with two consumer warpgroups, each BM / 128 wgmma products
 // of (64, BN) on its own BM / 2 rows; the K loop walks BK-wide slices through a STAGES-deep TMA +
-// mbarrier ring that the producer warpgroup fills. The persistent 1-D grid walks the
-// cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) * SUPER_M * SUPER_N launch positions of rung 06.
-template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N>
-__global__ void __launch_bounds__(384, 1)
+// mbarrier ring that the producer warpgroup fills. The persistent 1-D grid of clusters walks the
+// launch positions of rung 06 over a grid of (CLUSTER_M x BM, BN) cluster tiles, super tiles of
+// SUPER_M / CLUSTER_M x SUPER_N of them; CTA r of a cluster computes row r of its cluster tile.
+template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
 k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_b,  // B (K, N): boxes of (BK, 64), SWIZZLE_128B
@@ -56,19 +64,22 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
     constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
     constexpr int C_ROWS = BM / CONSUMERS;            // rows of C one consumer computes and stores
     constexpr int C_PANEL = C_ROWS * 128;             // bytes of one (C_ROWS, 64) panel of a consumer's C
-    constexpr int C_HALF = C_ROWS * BN * 2;           // bytes of one consumer's (C_ROWS, BN) part of the C buffer
+    constexpr int C_BUFFERS = BN / 64 < 2 ? BN / 64 : 2; // panel buffers per consumer, taking turns
+    constexpr int C_HALF = C_BUFFERS * C_PANEL;       // bytes of one consumer's panel buffers
     static_assert(BK == 64, "a stage row of A is one 128-byte swizzle row: BK = 64 halves");
     static_assert(BM % (64 * CONSUMERS) == 0 && BN % 64 == 0,
                   "whole m64 products per consumer and whole 64-column panels of B");
     static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
     static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (1 + CONSUMERS) * LAUNCH_REGS,
                   "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool: 40 + 2 x 232 = 3 x 168");
+    static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && SUPER_M % CLUSTER_M == 0 && (BN / 64) % CLUSTER_M == 0,
+                  "clusters of 1 or 2 CTAs along M, whole cluster tiles per super tile, B's panels split evenly");
 
     extern __shared__ __align__(1024) unsigned char smem[];
     const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
                                                       // aligned: TMA swizzles within 8-row, 1024-byte atoms
     const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
-    const unsigned c_smem = b_smem + STAGES * B_STAGE; // CONSUMERS x BN / 64 x (C_ROWS, 64) halves, swizzled
+    const unsigned c_smem = b_smem + STAGES * B_STAGE; // CONSUMERS x C_BUFFERS x (C_ROWS, 64) halves, swizzled
     const unsigned full_bar = c_smem + CONSUMERS * C_HALF; // STAGES mbarriers: the stage's bytes have landed
     const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every consumer warp is done with the stage
 
@@ -79,12 +90,19 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
 
     const int grid_m = cdiv(M, BM);
     const int grid_n = cdiv(N, BN);
-    const int tiles = cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) * SUPER_M * SUPER_N; // launch positions
+    const int grid_cm = cdiv(grid_m, CLUSTER_M);      // rows of cluster tiles
+    constexpr int SUPER_CM = SUPER_M / CLUSTER_M;     // rows of cluster tiles per super tile
+    const int tiles = cdiv(grid_cm, SUPER_CM) * cdiv(grid_n, SUPER_N) * SUPER_CM * SUPER_N; // launch positions
     const int k_tiles = cdiv(K, BK);
+    const int rank = CLUSTER_M > 1 ? cluster_ctarank() : 0; // this CTA's row in the cluster tile
+    const int cluster = blockIdx.x / CLUSTER_M;       // clusters walk the positions; both CTAs of one
+    const int clusters = gridDim.x / CLUSTER_M;       // take the same positions, so their rings stay in step
 
     // One k-slice into one stage, asked for by one thread: the (BM, BK) box of A and BN / 64
     // (BK, 64) boxes of B, all counted on the stage's full barrier. Boxes reaching past M, N
-    // or K arrive zero-filled, so the tails add nothing to the sums.
+    // or K arrive zero-filled, so the tails add nothing to the sums. In a cluster, this CTA
+    // loads only the panels p = rank, rank + CLUSTER_M, .. of B and multicasts them to both CTAs
+    // (each full barrier still expects the whole slice: the other half comes from the partner).
     auto load_tile = [&](int stage, int kt, int m0, int n0) {
         const int k0 = kt * BK;
         const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
@@ -92,8 +110,24 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
         tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
 #pragma unroll
-        for (int p = 0; p < BN / 64; ++p) {
-            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+        for (int p = rank; p < BN / 64; p += CLUSTER_M) {
+            if constexpr (CLUSTER_M == 1) {
+                tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+            } else {
+                tma_load_2d_multicast(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8,
+                                      (1 << CLUSTER_M) - 1);
+            }
+        }
+    };
+
+    // A consumer warp is done with a stage: one arrival on its empty barrier in every CTA of the
+    // cluster, since every CTA's producer writes into this CTA's stage (B's multicast halves);
+    // lane r of the warp arrives at CTA r's barrier, so the arrivals go out side by side.
+    auto release_stage = [&](int stage) {
+        if constexpr (CLUSTER_M == 1) {
+            if (lane == 0) mbar_arrive(empty_bar + stage * 8);
+        } else {
+            if (lane < CLUSTER_M) mbar_arrive_cluster(empty_bar + stage * 8, lane);
         }
     };
 
@@ -118,23 +152,28 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + s * 8, 1);
-            mbar_init(empty_bar + s * 8, (THREADS - 128) / 32);
+            mbar_init(empty_bar + s * 8, CLUSTER_M * (THREADS - 128) / 32);
         }
         fence_mbarrier_init();
     }
-    __syncthreads();
+    if constexpr (CLUSTER_M == 1) {
+        __syncthreads();
+    } else {                                          // the partner's barriers are set up before any
+        cluster_arrive();                             // multicast or remote arrival reaches them
+        cluster_wait();
+    }
 
     if (warpgroup == 0) {
         // ---- producer: one thread keeps the ring full, the warpgroup's registers go back ----
         warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (tid == 0) {
             int it = 0;                               // k-slices loaded by this CTA so far, over all its tiles
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                const int2 tile = tile_of<SUPER_M, SUPER_N>(t, grid_m, grid_n);
-                if (tile.x >= grid_m || tile.y >= grid_n) continue;   // the edge super tiles are not full
+            for (int t = cluster; t < tiles; t += clusters) {
+                const int2 tile = tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n);
+                if (tile.x >= grid_cm || tile.y >= grid_n) continue;  // the edge super tiles are not full
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     if (it >= STAGES) mbar_wait_parity(empty_bar + (it % STAGES) * 8, (it / STAGES - 1) % 2);
-                    load_tile(it % STAGES, kt, tile.x * BM, tile.y * BN);
+                    load_tile(it % STAGES, kt, (tile.x * CLUSTER_M + rank) * BM, tile.y * BN);
                 }
             }
         }
@@ -142,16 +181,16 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         // ---- consumers: wait for slice it, compute this warpgroup's half, free slice it - 1 ----
         warpgroup_reg_alloc<CONSUMER_REGS>();
         const int consumer = warpgroup - 1;           // rows consumer * BM / 2.. of the tile
-        const unsigned c_half = c_smem + consumer * C_HALF; // BN / 64 x (C_ROWS, 64) halves, swizzled
+        const unsigned c_half = c_smem + consumer * C_HALF; // C_BUFFERS x (C_ROWS, 64) halves, swizzled
         const bool storer = tid % 128 == 0;           // the thread that issues this consumer's TMA stores
         float acc[FRAG_M][FRAG_N][4];                 // (BM / 2, BN) fp32 accumulators of the warpgroup
 
         int it = 0;                                   // k-slices consumed by this CTA so far, over all its tiles
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            const int2 tile = tile_of<SUPER_M, SUPER_N>(t, grid_m, grid_n);
-            if (tile.x >= grid_m || tile.y >= grid_n) continue;   // the edge super tiles are not full
-            const int m0 = tile.x * BM;
-            const int n0 = tile.y * BN;
+        for (int t = cluster; t < tiles; t += clusters) {
+            const int2 tile = tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n);
+            if (tile.x >= grid_cm || tile.y >= grid_n) continue;  // the edge super tiles are not full
+            const int m0 = (tile.x * CLUSTER_M + rank) * BM;  // past M when grid_m is odd: A arrives as zeros,
+            const int n0 = tile.y * BN;                   // and TMA stores nothing of that tile
 #pragma unroll
             for (int i = 0; i < FRAG_M; ++i) {
 #pragma unroll
@@ -177,39 +216,45 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
                 wgmma_commit_group();
                 wgmma_wait_group<1>();                // slice it - 1's products are done; slice it's run on
                 __syncwarp();
-                if (kt > 0 && lane == 0) mbar_arrive(empty_bar + ((it - 1) % STAGES) * 8);
+                if (kt > 0) release_stage((it - 1) % STAGES);
             }
             wgmma_wait_group<0>();                    // the tile's last slice's products
             __syncwarp();
-            if (lane == 0) mbar_arrive(empty_bar + ((it - 1) % STAGES) * 8); // the producer runs on into the next tile
+            release_stage((it - 1) % STAGES);          // the producer runs on into the next tile
 
-            // ---- epilogue: fp32 accumulators -> fp16 in the C buffer -> one TMA store per panel --
-            if (storer) tma_store_wait_read<0>();     // the previous tile's stores have read the buffer
-            named_barrier_sync(1 + consumer, 128);    // ... and this warpgroup knows it
+            // ---- epilogue: fp32 accumulators -> fp16, panel by panel through the panel buffers --
 #pragma unroll
-            for (int i = 0; i < FRAG_M; ++i) {
+            for (int p = 0; p < BN / 64; ++p) {       // the 64-column panel p of this consumer's rows
+                const unsigned panel = c_half + p % C_BUFFERS * C_PANEL;
+                if (storer) tma_store_wait_read<C_BUFFERS - 1>(); // the store that last read this buffer is done
+                named_barrier_sync(1 + consumer, 128); // ... and this warpgroup knows it
 #pragma unroll
-                for (int j = 0; j < FRAG_N; j += 2) {
-                    // A 16x16 piece: rows 16 * warp.. of product i, columns 8 j..; lane gives row
-                    // lane % 8 of 8x8 tile lane / 8 (tiles: rows +0 / +8, then columns +0 / +8).
-                    const int row = i * 64 + warp * 16 + (lane / 8 % 2) * 8 + lane % 8;
-                    const int chunk = j % 8 + lane / 16;   // 16-byte chunk of the row in its 64-column panel
-                    stmatrix_x4(c_half + j / 8 * C_PANEL + swizzle_128b(row, chunk),
-                                half2_bits(acc[i][j][0], acc[i][j][1]), half2_bits(acc[i][j][2], acc[i][j][3]),
-                                half2_bits(acc[i][j + 1][0], acc[i][j + 1][1]),
-                                half2_bits(acc[i][j + 1][2], acc[i][j + 1][3]));
+                for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                    for (int j = p * 8; j < p * 8 + 8; j += 2) {
+                        // A 16x16 piece: rows 16 * warp.. of product i, columns 8 j..; lane gives row
+                        // lane % 8 of 8x8 tile lane / 8 (tiles: rows +0 / +8, then columns +0 / +8).
+                        const int row = i * 64 + warp * 16 + (lane / 8 % 2) * 8 + lane % 8;
+                        const int chunk = j % 8 + lane / 16;   // 16-byte chunk of the row in the panel
+                        stmatrix_x4(panel + swizzle_128b(row, chunk),
+                                    half2_bits(acc[i][j][0], acc[i][j][1]), half2_bits(acc[i][j][2], acc[i][j][3]),
+                                    half2_bits(acc[i][j + 1][0], acc[i][j + 1][1]),
+                                    half2_bits(acc[i][j + 1][2], acc[i][j + 1][3]));
+                    }
                 }
-            }
-            fence_proxy_async_shared_cta();           // the stmatrix writes are visible to the TMA store
-            named_barrier_sync(1 + consumer, 128);    // every warp of the warpgroup has written its rows
-            if (storer) {
-#pragma unroll
-                for (int p = 0; p < BN / 64; ++p) {
-                    tma_store_2d(&tmap_c, c_half + p * C_PANEL, n0 + p * 64, m0 + consumer * C_ROWS);
+                fence_proxy_async_shared_cta();       // the stmatrix writes are visible to the TMA store
+                named_barrier_sync(1 + consumer, 128); // every warp of the warpgroup has written its rows
+                if (storer) {
+                    tma_store_2d(&tmap_c, panel, n0 + p * 64, m0 + consumer * C_ROWS);
+                    tma_store_commit();
                 }
-                tma_store_commit();
             }
         }
         if (storer) tma_store_wait_read<0>();         // the CTA's shared memory outlives the last stores' reads
+    }
+    if constexpr (CLUSTER_M > 1) {                    // neither CTA leaves while the other may still
+        __syncwarp();                                 // multicast into it or arrive on its barriers
+        cluster_arrive();
+        cluster_wait();
     }
 }

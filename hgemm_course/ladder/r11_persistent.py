@@ -1,5 +1,6 @@
 """Rung 11: rung 10 made persistent: one CTA per SM walks the output tiles in rung 06's super-tile order
-with its TMA ring running on across tiles, and stores C through shared memory with stmatrix and TMA."""
+with its TMA ring running on across tiles, and stores C through shared memory with stmatrix and TMA.
+Optionally (``cluster_m=2``) the CTAs pair up in clusters that share B's k-slices by TMA multicast."""
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -20,60 +21,120 @@ from .r10_warp_specialized import (
 
 SOURCE = "k11_persistent.cu"
 # __launch_bounds__(384, 1) hands each of the 384 threads 168 registers: 64512 of the SM's 65536, so one
-# CTA per SM (and the ring plus the C buffer take most of the shared memory anyway).
+# CTA per SM (and the ring plus the C panel buffers take most of the shared memory anyway).
 CTAS_PER_SM = 1
 
-# Rung 10's tile with 3 stages instead of 4: the C buffer (bm x bn halves = 64 KiB) takes the fourth stage's
-# place (3 x 48 KiB + 64 KiB = 208 KiB; 4 stages would need 256 KiB). On the H200 rung 10 with 3 stages ran
-# within 3% of 4 (results/tuning/2026-11-29_h200_hopper_README.md).
-TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=3)
+# Chosen by `hgemm-course tune 11` on the H200 (results/tune_nvidia-h200_20261201T024907.json, every configuration
+# verified, then timed against cuBLAS in the same process): rung 10's 128x256 tile and 4 stages (4 x 48 KiB of ring
+# + 32 KiB of C panel buffers = 225 KiB), super tile 16x2, clusters of 2 sharing B by multicast had the best
+# geometric mean of % of cuBLAS over 2048, 4096 and 8192, tied with the same without clusters; 3 stages were 4-7%
+# slower, 128x128 tiles 8-20%.
+TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=4)
 SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
+CLUSTER_M = 2                             # CTAs per cluster along M, sharing B by multicast (1 or 2)
+
+
+def c_buffer_bytes(t: WarpSpecializedTiles) -> int:
+    """The epilogue's panel buffers: per consumer, two (or, for bn = 64, one) fp16 panels of (bm / 2, 64)."""
+    return CONSUMERS * min(2, t.bn // 64) * (t.bm // CONSUMERS) * 64 * 2
 
 
 def smem_bytes(t: WarpSpecializedTiles) -> int:
-    """Dynamic shared memory: slack to align to 1024 bytes, the ring's stages, the (bm, bn) fp16 C
-    buffer, a full and an empty mbarrier per stage, rounded up to whole 1024-byte blocks."""
-    return cdiv(ALIGN + t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + t.bm * t.bn * 2 + t.stages * 2 * 8, ALIGN) * ALIGN
+    """Dynamic shared memory: slack to align to 1024 bytes, the ring's stages, the C panel buffers,
+    a full and an empty mbarrier per stage, rounded up to whole 1024-byte blocks."""
+    return cdiv(ALIGN + t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + c_buffer_bytes(t) + t.stages * 2 * 8,
+                ALIGN) * ALIGN
 
 
-def launch_positions(M: int, N: int, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER) -> int:
-    """Rung 06's grid size: whole super tiles over the tile grid; the kernel skips the positions past its edge."""
-    return grid_1d(M, N, tiles, super_mn)[0]
+def launch_positions(M: int, N: int, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
+                     cluster_m: int = CLUSTER_M) -> int:
+    """Rung 06's grid size over the (cluster_m x bm, bn) cluster tiles, in CTAs: whole super tiles of
+    super_m / cluster_m x super_n cluster tiles; the kernel skips the positions past the grid's edge."""
+    cluster_tiles = WarpSpecializedTiles(tiles.bm * cluster_m, tiles.bn, tiles.bk, tiles.stages)
+    return grid_1d(M, N, cluster_tiles, (super_mn[0] // cluster_m, super_mn[1]))[0] * cluster_m
 
 
-def persistent_grid(M: int, N: int, sms: int, tiles: WarpSpecializedTiles = TILES,
-                    super_mn: tuple[int, int] = SUPER, max_ctas: int | None = None) -> tuple[int]:
-    """As many CTAs as run at once (sms x CTAS_PER_SM), or fewer when there are fewer launch positions
-    (or when ``max_ctas`` asks for fewer: the tests make a few CTAs walk many tiles each)."""
-    return (min(launch_positions(M, N, tiles, super_mn), sms * CTAS_PER_SM, max_ctas or sms * CTAS_PER_SM),)
+def persistent_grid(M: int, N: int, resident: int, tiles: WarpSpecializedTiles = TILES,
+                    super_mn: tuple[int, int] = SUPER, max_ctas: int | None = None,
+                    cluster_m: int = CLUSTER_M) -> tuple[int]:
+    """As many CTAs as run at once (``resident``: the SMs, or the CTAs of the clusters that fit), or
+    fewer when there are fewer launch positions (or when ``max_ctas`` asks for fewer: the tests make
+    a few CTAs walk many tiles each); whole clusters."""
+    ctas = min(launch_positions(M, N, tiles, super_mn, cluster_m), resident, max_ctas or resident)
+    return (max(ctas - ctas % cluster_m, cluster_m),)
 
 
 def cta_tiles(cta: int, grid: int, M: int, N: int, tiles: WarpSpecializedTiles = TILES,
-              super_mn: tuple[int, int] = SUPER) -> list[tuple[int, int]]:
+              super_mn: tuple[int, int] = SUPER, cluster_m: int = CLUSTER_M) -> list[tuple[int, int]]:
     """The (bid_m, bid_n) tiles CTA ``cta`` of a ``grid``-CTA launch computes, in order: the Python
-    twin of the kernel's loop t = cta, cta + grid, ... over rung 06's launch order (sim.raster)."""
+    twin of the kernel's loop t = cluster, cluster + clusters, ... over rung 06's launch order
+    (sim.raster) of the cluster tiles, of which CTA rank ``cta % cluster_m`` takes its row. A tile
+    row past the grid (grid_m odd, in clusters of 2) is computed on zeros and stored nowhere: left out."""
     # imported here, not at the top: sim imports Numba, which importing the registry must not
     from ..sim.raster import cta_order
 
-    order = cta_order("supertile", cdiv(M, tiles.bm), cdiv(N, tiles.bn), super_m=super_mn[0], super_n=super_mn[1])
-    return [(int(m), int(n)) for m, n in order[cta::grid] if m >= 0]
+    grid_m = cdiv(M, tiles.bm)
+    order = cta_order("supertile", cdiv(grid_m, cluster_m), cdiv(N, tiles.bn),
+                      super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+    rank, cluster, clusters = cta % cluster_m, cta // cluster_m, grid // cluster_m
+    tiles_of_cta = [(int(m) * cluster_m + rank, int(n)) for m, n in order[cluster::clusters] if m >= 0]
+    return [(m, n) for m, n in tiles_of_cta if m < grid_m]
+
+
+def resident_ctas(kern: TemplateKernel, cluster_m: int) -> int:
+    """CTAs of this kernel that run at once on the GPU: one per SM, or for clusters the driver's count
+    of clusters that fit (cuOccupancyMaxActiveClusters: a cluster's CTAs share one GPC, so an SM left
+    over in a GPC stays idle) times their size."""
+    sms = device.require_gpu("Launching rung 11").sm_count
+    if cluster_m == 1:
+        return sms * CTAS_PER_SM
+    return _clusters_that_fit(kern, cluster_m) * cluster_m
+
+
+def _function_handle(kern: TemplateKernel) -> int:
+    """The CUfunction behind the loaded kernel (CuPy's RawKernel keeps it as a Function with ``ptr``)."""
+    fn = kern.function()
+    return getattr(fn, "kernel", fn).ptr
+
+
+@lru_cache(maxsize=None)
+def _clusters_that_fit(kern: TemplateKernel, cluster_m: int) -> int:
+    from cuda.bindings import driver
+
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster_m, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = kern.threads, 1, 1
+    config.sharedMemBytes = kern.smem_bytes
+    err, clusters = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(_function_handle(kern)), config)
+    if err != driver.CUresult.CUDA_SUCCESS or clusters < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err}) for {kern.name_expression}: "
+                           "the GPU cannot run this kernel's clusters.")
+    return int(clusters)
 
 
 @lru_cache(maxsize=None)
 def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           max_ctas: int | None = None) -> TemplateKernel:
+           max_ctas: int | None = None, cluster_m: int = CLUSTER_M) -> TemplateKernel:
     smem = smem_bytes(tiles)
-    c_buffer = tiles.bm * tiles.bn * 2
+    c_buffer = c_buffer_bytes(tiles)
     require(smem <= SMEM_PER_CTA_OPTIN,
             f"{tiles.stages} stages of {tiles.bm}x{tiles.bk} + {tiles.bk}x{tiles.bn} halves and the {c_buffer}-byte C "
-            f"buffer need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes a CTA can have on "
-            "sm_90; use fewer stages (3 for a 128x256 tile) or smaller tiles.")
+            f"panel buffers need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes a CTA can have on "
+            "sm_90; use fewer stages (4 for a 128x256 tile, 3 for 256x128) or smaller tiles.")
     tiles.check(smem)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     require(max_ctas is None or max_ctas >= 1, f"max_ctas={max_ctas}: the grid needs at least one CTA.")
-    return TemplateKernel(SOURCE, "k11_persistent", (*tiles.template_args, *super_mn), tiles.threads, smem,
-                          grid=lambda M, N: persistent_grid(M, N, device.require_gpu("Launching rung 11").sm_count,
-                                                            tiles, super_mn, max_ctas))
+    require(cluster_m in (1, 2), f"cluster_m={cluster_m}: the kernel pairs CTAs along M (2) or not at all (1).")
+    require(super_mn[0] % cluster_m == 0 and (tiles.bn // 64) % cluster_m == 0,
+            f"cluster_m={cluster_m}: the super tile's {super_mn[0]} rows must hold whole clusters and B's "
+            f"{tiles.bn // 64} panels of 64 columns must split evenly between the cluster's CTAs.")
+    @lru_cache(maxsize=256)               # the grid is Python arithmetic: worked out once per shape, not per launch
+    def grid(M: int, N: int) -> tuple[int]:
+        return persistent_grid(M, N, resident_ctas(kern, cluster_m), tiles, super_mn, max_ctas, cluster_m)
+
+    kern = TemplateKernel(SOURCE, "k11_persistent", (*tiles.template_args, *super_mn, cluster_m), tiles.threads,
+                          smem, grid=grid)
+    return kern
 
 
 @lru_cache(maxsize=64)
@@ -84,19 +145,20 @@ def _map_c(c_ptr: int, M: int, N: int, bm: int):
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           max_ctas: int | None = None) -> None:
+           max_ctas: int | None = None, cluster_m: int = CLUSTER_M) -> None:
     M, K = a.shape
     N = b.shape[1]
-    kernel(tiles, super_mn, max_ctas).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
+    kernel(tiles, super_mn, max_ctas, cluster_m).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
                                    _map_c(c.data.ptr, M, N, tiles.bm))
 
 
 RUNG = Rung(
-    id="11", slug="persistent", title="TMA + wgmma, warp-specialized, persistent, TMA-store epilogue",
-    idea="one CTA per SM walks the tiles with its ring running on across them; C leaves via stmatrix and a TMA store",
+    id="11", slug="persistent", title="TMA + wgmma, warp-specialized, persistent, clusters, TMA-store epilogue",
+    idea=("one CTA per SM walks the tiles with its ring running on across them; CTA pairs share B by TMA multicast; "
+          "C leaves via stmatrix and TMA stores"),
     backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
     multiple_n=8, multiple_k=8,
-    extra={"tiles": asdict(TILES), "super_tile": SUPER, "threads": THREADS, "consumers": CONSUMERS,
+    extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS, "consumers": CONSUMERS,
            "ctas_per_sm": CTAS_PER_SM,
            "registers_after_setmaxnreg": {"producer": PRODUCER_REGS, "consumer": CONSUMER_REGS},
            "smem_bytes": smem_bytes(TILES)},
