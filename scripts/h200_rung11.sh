@@ -10,6 +10,7 @@
 # ncu_cublas: the same for cuBLAS alone.
 # bench:    hgemm-course bench BENCH_RUNGS (09 10 11) at BENCH_SIZES (1024 .. 8192), for README's table.
 # tests:    the GPU tests of rung 11 and of the tuning sweep.
+# notebooks: execute NOTEBOOKS (chapter 11) in place of a reader; the executed copies come back.
 # tune:     hgemm-course tune 11 at SIZES (every configuration verified, then timed against cuBLAS).
 set -uo pipefail
 OUT=${OUT:-$PWD/.device_out}
@@ -88,6 +89,11 @@ if step tune; then
   # shellcheck disable=SC2086
   timeout 560 python3 -m hgemm_course.cli tune 11 --sizes $SIZES --out-dir "$OUT" ${TUNE_ARGS:-} > "$OUT/tune.txt" 2> "$OUT/tune_log.txt"
   status=$((status | $?)); tail -40 "$OUT/tune.txt"; grep -v "it/s\|s/it" "$OUT/tune_log.txt" | tail -5
+fi
+if step notebooks; then
+  # shellcheck disable=SC2086
+  python3 scripts/run_notebooks.py --out "$OUT" ${NOTEBOOKS:-chapters/11_persistent.ipynb} > "$OUT/notebooks.txt" 2>&1
+  status=$((status | $?)); grep -v "IPKernelApp" "$OUT/notebooks.txt"
 fi
 echo "h200_rung11.sh finished with status $status"
 exit $status
