@@ -155,7 +155,8 @@ def cmd_tune(args) -> int:
     from .results import write_run
 
     args.rung = tune.get(args.rung).id          # "11", 11 and "11_persistent" alike
-    configs = tune.sweep(args.rung, tiles=args.tiles, stages=args.stages, supers=args.supers, clusters=args.clusters)
+    configs = tune.sweep(args.rung, tiles=args.tiles, stages=args.stages, supers=args.supers, clusters=args.clusters,
+                         consumers=args.consumers)
     runnable, skipped = tune.plan(args.rung, configs)
     for cfg, reason in skipped:
         print(f"skip {cfg.label}: {reason}", file=sys.stderr)
@@ -377,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stages", nargs="+", type=int)
     s.add_argument("--supers", nargs="+", type=_parse_pair, help="SUPER_MxSUPER_N, e.g. 16x2 8x4")
     s.add_argument("--clusters", nargs="+", type=int, help="CTAs per cluster along M (rung 11): 1 2")
+    s.add_argument("--consumers", nargs="+", type=int, help="consumer warpgroups (rung 11): 2 1")
     s.add_argument("--repeats", type=int, default=30)
     s.add_argument("--dry-run", action="store_true", help="only list what would run and what is skipped, and why")
     s.add_argument("--out-dir", type=Path)

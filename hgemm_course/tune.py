@@ -1,6 +1,7 @@
 """Tuning sweeps of the Hopper rungs (09 wgmma, 10 warp specialization, 11 persistent): ``hgemm-course tune RUNG``.
 
-A sweep walks the product of tile shapes, ring stages, super-tile orders and (rung 11) cluster sizes.
+A sweep walks the product of tile shapes, ring stages, super-tile orders and (rung 11) cluster sizes and
+consumer warpgroups (seed 001's 1p1c against 1p2c).
 Before anything is compiled or launched, each configuration is checked against the shared-memory
 budget with seed 001's arithmetic, stages x (BM + BN) x BK x 2 bytes of ring (plus rung 11's
 C panel buffers) against the 227 KiB a CTA may have on sm_90, and against the rung's own
@@ -31,7 +32,7 @@ VERIFY_SHAPES = ((257, 136, 72), (1000, 1000, 1032), (512, 1024, 4104))
 @dataclass(frozen=True)
 class TuneConfig:
     """One point of a sweep: a (bm, bn) tile, ``stages`` ring buffers of BK = 64, rung 06's super tile
-    (super_m x super_n tiles, n fastest) and, for rung 11, CTAs per cluster along M."""
+    (super_m x super_n tiles, n fastest) and, for rung 11, CTAs per cluster along M and consumer warpgroups."""
 
     bm: int
     bn: int
@@ -39,11 +40,13 @@ class TuneConfig:
     super_m: int
     super_n: int
     cluster_m: int = 1
+    consumers: int = 2
 
     @property
     def label(self) -> str:
         cluster = f" cluster {self.cluster_m}" if self.cluster_m > 1 else ""
-        return f"{self.bm}x{self.bn} s{self.stages} super {self.super_m}x{self.super_n}{cluster}"
+        consumers = " 1 consumer" if self.consumers == 1 else ""
+        return f"{self.bm}x{self.bn} s{self.stages} super {self.super_m}x{self.super_n}{cluster}{consumers}"
 
     def ring_bytes(self) -> int:
         """Seed 001's budget arithmetic: stages x (BM + BN) x BK x 2 bytes of fp16 operands."""
@@ -57,7 +60,7 @@ def c_buffer_bytes(rung_id: str, cfg: TuneConfig) -> int:
         return 0
     from .ladder.r11_persistent import c_buffer_bytes as panels
 
-    return panels(kernel_kwargs(rung_id, cfg)["tiles"])
+    return panels(kernel_kwargs(rung_id, cfg)["tiles"], cfg.consumers)
 
 
 def kernel_kwargs(rung_id: str, cfg: TuneConfig) -> dict:
@@ -70,8 +73,11 @@ def kernel_kwargs(rung_id: str, cfg: TuneConfig) -> dict:
     kwargs = {"tiles": Tiles(cfg.bm, cfg.bn, BK, cfg.stages), "super_mn": (cfg.super_m, cfg.super_n)}
     if rung_id == "11":
         kwargs["cluster_m"] = cfg.cluster_m
+        kwargs["consumers"] = cfg.consumers
     elif cfg.cluster_m != 1:
         raise ValueError(f"rung {rung_id} has no clusters; only rung 11 takes cluster_m.")
+    elif cfg.consumers != 2:
+        raise ValueError(f"rung {rung_id}'s warpgroups are fixed; only rung 11 takes consumers (1 or 2).")
     return kwargs
 
 
@@ -103,22 +109,22 @@ def skip_reason(rung_id: str, cfg: TuneConfig) -> str | None:
 # The default sweeps: what seed 001 and the Hopper worklogs tune (tile width, stages, raster order, clusters).
 SPACES = {
     "09": {"tiles": ((128, 128), (128, 256), (64, 256)), "stages": (3, 4, 5), "supers": ((16, 2), (8, 4)),
-           "clusters": (1,)},
+           "clusters": (1,), "consumers": (2,)},
     "10": {"tiles": ((128, 256), (256, 128), (128, 128)), "stages": (3, 4, 5), "supers": ((16, 2), (8, 4)),
-           "clusters": (1,)},
-    "11": {"tiles": ((128, 256), (256, 128), (128, 128)), "stages": (3, 4, 5), "supers": ((16, 2), (8, 4), (4, 8)),
-           "clusters": (1, 2)},
+           "clusters": (1,), "consumers": (2,)},
+    "11": {"tiles": ((128, 256), (256, 128), (128, 128), (64, 256)), "stages": (3, 4, 5),
+           "supers": ((16, 2), (8, 4), (4, 8)), "clusters": (1, 2), "consumers": (2, 1)},
 }
 
 
-def sweep(rung_id: str, *, tiles=None, stages=None, supers=None, clusters=None) -> list[TuneConfig]:
+def sweep(rung_id: str, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None) -> list[TuneConfig]:
     """The product of the sweep's axes (the rung's default space where an axis is not given)."""
     rung_id = get(rung_id).id
     _module(rung_id)
     space = SPACES[rung_id]
     axes = (tiles or space["tiles"], stages or space["stages"], supers or space["supers"],
-            clusters or space["clusters"])
-    return [TuneConfig(bm, bn, s, sm, sn, c) for (bm, bn), s, (sm, sn), c in itertools.product(*axes)]
+            clusters or space["clusters"], consumers or space["consumers"])
+    return [TuneConfig(bm, bn, s, sm, sn, c, w) for (bm, bn), s, (sm, sn), c, w in itertools.product(*axes)]
 
 
 def plan(rung_id: str, configs) -> tuple[list[TuneConfig], list[tuple[TuneConfig, str]]]:
@@ -141,7 +147,8 @@ def default_config(rung_id: str) -> TuneConfig:
     """The rung's current defaults as a configuration of its sweep."""
     module = _module(rung_id)
     t = module.TILES
-    return TuneConfig(t.bm, t.bn, t.stages, *module.SUPER, getattr(module, "CLUSTER_M", 1))
+    consumers = module.CONSUMERS if get(rung_id).id == "11" else 2   # the axis only rung 11 has
+    return TuneConfig(t.bm, t.bn, t.stages, *module.SUPER, getattr(module, "CLUSTER_M", 1), consumers)
 
 
 def score(pcts: list[float]) -> float:
@@ -194,11 +201,12 @@ def format_tune_table(records: list[dict]) -> str:
     by_label: dict[str, dict] = {}
     for r in records:
         by_label.setdefault(r["label"], {})[(r["M"], r["N"], r["K"])] = r["pct_cublas"]
-    head = f"{'configuration':<36}" + "".join(f"{f'{m}x{n}x{k}':>16}" for m, n, k in sizes) + f"{'geomean':>10}"
+    width = max([36] + [len(label) + 2 for label in by_label])
+    head = f"{'configuration':<{width}}" + "".join(f"{f'{m}x{n}x{k}':>16}" for m, n, k in sizes) + f"{'geomean':>10}"
     rows = []
     for label, pcts in by_label.items():
         cells = "".join(f"{pcts[s]:>15.1f}%" if s in pcts else f"{'-':>16}" for s in sizes)
         merit = score(list(pcts.values()))
         # configurations timed at every size first (those best() compares), then the rest
-        rows.append((len(pcts) == len(sizes), merit, f"{label:<36}{cells}{merit:>9.1f}%"))
+        rows.append((len(pcts) == len(sizes), merit, f"{label:<{width}}{cells}{merit:>9.1f}%"))
     return "\n".join([head] + [row for *_, row in sorted(rows, reverse=True)])

@@ -37,12 +37,17 @@ if step sanitize; then
 import dataclasses, functools
 from hgemm_course.harness import verify
 from hgemm_course.ladder import get, r11_persistent
+from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 for cluster in (1, 2):
     rung = dataclasses.replace(get("11"), launch=functools.partial(r11_persistent.launch, cluster_m=cluster))
     for shape in ((257, 136, 72), (256, 512, 128)):
         print(f"cluster {cluster}:", verify(rung, *shape).summary(), flush=True)
     rung = dataclasses.replace(rung, launch=functools.partial(r11_persistent.launch, cluster_m=cluster, max_ctas=2))
     print(f"cluster {cluster}, 2 CTAs:", verify(rung, 384, 512, 200).summary(), flush=True)
+    one = WarpSpecializedTiles(64, 256, 64, 4)
+    rung = dataclasses.replace(rung, launch=functools.partial(r11_persistent.launch, cluster_m=cluster, consumers=1,
+                                                              tiles=one, max_ctas=2))
+    print(f"cluster {cluster}, 1 consumer, 2 CTAs:", verify(rung, 257, 512, 136).summary(), flush=True)
 PY
   for tool in memcheck racecheck synccheck; do
     echo "== $tool" >> "$OUT/sanitize.txt"

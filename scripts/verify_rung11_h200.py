@@ -65,6 +65,11 @@ CHECKS = (
                                 "super_mn": (8, 4)}, "128x128 c2"),
     ("11", (8192, 128, 4096), {"cluster_m": 2}, "cluster 2"),
     ("11", (4096, 2048, 1024), {"cluster_m": 2}, "cluster 2"),
+    # one consumer warpgroup (seed 001's 1p1c), with and without clusters
+    ("11", (257, 136, 72), {"consumers": 1, "tiles": WarpSpecializedTiles(64, 256, 64, 4)}, "1 consumer"),
+    ("11", (1000, 1000, 1024), {"consumers": 1, "tiles": WarpSpecializedTiles(128, 128, 64, 5), "cluster_m": 1,
+                                "max_ctas": 3}, "1 consumer 3 CTAs"),
+    ("11", (4096, 2048, 1024), {"consumers": 1, "tiles": WarpSpecializedTiles(64, 256, 64, 4)}, "1 consumer"),
 )
 MODULES = {"10": r10_warp_specialized, "11": r11_persistent}
 OTHER_CLUSTER = {"cluster_m": 3 - r11_persistent.CLUSTER_M}     # timed beside the default: with clusters or without

@@ -127,3 +127,16 @@ def test_rung_11_with_and_without_clusters(shape, cluster_m):
 @pytest.mark.parametrize("cluster_m", [1, 2])
 def test_rung_11_variants_are_right(tiles, shape, cluster_m):
     launch_11_and_compare(shape, tiles=tiles, cluster_m=cluster_m)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster_m", [1, 2])
+@pytest.mark.parametrize("tiles", [WarpSpecializedTiles(64, 256, 64, 4), WarpSpecializedTiles(128, 128, 64, 5)],
+                         ids=variant_id)
+@pytest.mark.parametrize("shape", [(257, 136, 72), (1000, 1000, 1024), (2048, 1024, 512)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_rung_11_with_one_consumer(tiles, shape, cluster_m):
+    """Seed 001's 1p1c: one consumer warpgroup owns the tile (its C map's boxes are bm rows); also with a
+    small grid, so that the ring and the panel buffers run on across many tiles."""
+    launch_11_and_compare(shape, tiles=tiles, cluster_m=cluster_m, consumers=1)
+    launch_11_and_compare(shape, tiles=tiles, cluster_m=cluster_m, consumers=1, max_ctas=3)

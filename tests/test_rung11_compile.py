@@ -77,8 +77,8 @@ def test_ptx_contains_what_the_rung_teaches(compiled):
     clustered = ("multicast::cluster", "mbarrier.arrive.shared::cluster.b64", "mapa.shared::cluster",
                  "%cluster_ctarank", "barrier.cluster.arrive", "barrier.cluster.wait")
     for text in clustered:
-        assert (text in mod.ptx) == (k.template_args[-1] == 2), f"{text} in the PTX of {k.name_expression}"
-    if k.template_args[-1] == 2:                           # B's panels: half of them per CTA, multicast to both
+        assert (text in mod.ptx) == (k.template_args[6] == 2), f"{text} in the PTX of {k.name_expression}"
+    if k.template_args[6] == 2:                           # B's panels: half of them per CTA, multicast to both
         loads = [line for line in mod.ptx.splitlines() if "cp.async.bulk.tensor.2d.shared::cluster.global" in line]
         assert any("multicast::cluster" in line for line in loads)
         assert not any("multicast::cluster" in line for line in loads if "%rs" not in line.split("]")[-1])
@@ -258,7 +258,7 @@ def test_10_to_11_keeps_the_loads_descriptors_and_main_loop():
         i = next(n for n, line in enumerate(lines) if start in line)
         j = next(n for n, line in enumerate(lines[i:], i) if end in line)
         return [line.strip() for line in lines[i:j]]
-    for start, end in (("constexpr int CONSUMERS", "constexpr int B_STAGE"), ("auto desc_a", "    };"),
+    for start, end in (("constexpr int THREADS", "constexpr int B_STAGE"), ("auto desc_a", "    };"),
                        ("auto desc_b", "    };"), ("mbar_init(full_bar", "mbar_init(empty_bar")):
         assert block(old, start, end) == block(new, start, end), start
     decode_10 = [line.split("//")[0].strip().removeprefix("const int ") for line in old
@@ -418,3 +418,37 @@ def test_ring_model_uses_the_kernels_index_arithmetic():
                  "for (int kt = 0; kt < k_tiles; ++kt, ++it) {",
                  "mbar_init(empty_bar + s * 8, CLUSTER_M * (THREADS - 128) / 32);"):
         assert line in text, line
+
+
+# ------------------------------------------------------------------ one consumer warpgroup (seed 001's 1p1c)
+
+@pytest.mark.parametrize("tiles", [WarpSpecializedTiles(64, 256, 64, 4), WarpSpecializedTiles(128, 128, 64, 5)],
+                         ids=lambda t: f"{t.bm}x{t.bn}s{t.stages}")
+@pytest.mark.parametrize("cluster_m", [1, 2])
+def test_one_consumer_compiles_without_spills_and_within_setmaxnreg(tiles, cluster_m):
+    """256 threads (a producer and one consumer warpgroup that owns the whole tile); ptxas may give each
+    thread up to 255 registers at launch, but setmaxnreg.inc to 232 must not be a decrease, so the count at
+    entry stays at or under 232; no spills; the C panels are (bm, 64) and the C map's boxes bm rows."""
+    k = r11_persistent.kernel(tiles, cluster_m=cluster_m, consumers=1)
+    assert k.threads == 256 and k.template_args[-1] == 1
+    mod = k.compile()
+    res = mod.resources_of(k.name_expression)
+    assert res.spills == 0 and res.stack_frame == 0, res
+    assert res.registers <= 232, res
+    assert "C7508" not in mod.log and "setmaxnreg" not in mod.log, mod.log
+    for text in ("setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232",
+                 f"wgmma.mma_async.sync.aligned.m64n{tiles.bn}k16.f32.f16.f16"):
+        assert text in mod.ptx, text
+    assert r11_persistent.c_buffer_bytes(tiles, 1) == min(2, tiles.bn // 64) * tiles.bm * 64 * 2
+    stmatrix = [line for line in mod.ptx.splitlines() if "stmatrix.sync" in line]
+    assert len(stmatrix) == (tiles.bm // 64) * (tiles.bn // 16)      # FRAG_M = bm / 64 products per warp
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"consumers": 1}, "256 fp32 accumulators"),                      # 128x256 on one warpgroup
+    ({"consumers": 3}, "consumers=3: the kernel has one or two consumer warpgroups"),
+    ({"consumers": 2, "tiles": WarpSpecializedTiles(64, 256, 64, 4)}, "each of the 2 consumer warpgroups"),
+])
+def test_refuses_consumer_counts_it_cannot_do(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        r11_persistent.kernel(**kwargs)

@@ -31,8 +31,8 @@ def ring(cfg: TuneConfig) -> int:
 
 
 def c_panels(rung_id: str, cfg: TuneConfig) -> int:
-    """Rung 11's epilogue buffers: 2 consumers x min(2, BN / 64) panels of (BM / 2) x 64 halves."""
-    return 2 * min(2, cfg.bn // 64) * (cfg.bm // 2) * 64 * 2 if rung_id == "11" else 0
+    """Rung 11's epilogue buffers: consumers x min(2, BN / 64) panels of (BM / consumers) x 64 halves."""
+    return cfg.consumers * min(2, cfg.bn // 64) * (cfg.bm // cfg.consumers) * 64 * 2 if rung_id == "11" else 0
 
 
 def record(cfg: TuneConfig, size: int, pct: float) -> dict:
@@ -47,20 +47,22 @@ def test_constants_match_the_seed():
 
 # ------------------------------------------------------------------ sweep()
 
-@pytest.mark.parametrize("rung_id, count", [("09", 3 * 3 * 2), ("10", 3 * 3 * 2), ("11", 3 * 3 * 3 * 2)])
+@pytest.mark.parametrize("rung_id, count", [("09", 3 * 3 * 2), ("10", 3 * 3 * 2), ("11", 4 * 3 * 3 * 2 * 2)])
 def test_sweep_is_the_whole_product_of_its_axes(rung_id, count):
-    """Every (tile, stages, super tile, cluster) combination once: the count is the product of the
-    axes' lengths, and named corners of the space are in it."""
+    """Every (tile, stages, super tile, cluster, consumers) combination once: the count is the product
+    of the axes' lengths, and named corners of the space are in it."""
     configs = tune.sweep(rung_id)
     space = tune.SPACES[rung_id]
-    assert len(configs) == count == math.prod(len(space[a]) for a in ("tiles", "stages", "supers", "clusters"))
+    axes = ("tiles", "stages", "supers", "clusters", "consumers")
+    assert len(configs) == count == math.prod(len(space[a]) for a in axes)
     assert len(set(configs)) == len(configs)
     assert len({c.label for c in configs}) == len(configs)          # labels tell configurations apart
     for (bm, bn) in space["tiles"]:
         for s in space["stages"]:
             for sm, sn in space["supers"]:
                 for cl in space["clusters"]:
-                    assert TuneConfig(bm, bn, s, sm, sn, cl) in configs
+                    for w in space["consumers"]:
+                        assert TuneConfig(bm, bn, s, sm, sn, cl, w) in configs
 
 
 def test_rung_11_sweep_has_named_configurations():
@@ -68,18 +70,21 @@ def test_rung_11_sweep_has_named_configurations():
     assert TuneConfig(128, 256, 4, 16, 2, 2) in configs
     assert TuneConfig(256, 128, 3, 4, 8, 1) in configs
     assert TuneConfig(128, 128, 5, 8, 4, 2) in configs
-    assert TuneConfig(64, 256, 3, 16, 2, 1) not in configs          # rung 09's tile, not rung 11's
+    assert TuneConfig(64, 256, 3, 16, 2, 1, 1) in configs           # seed 001's 1p1c: one consumer warpgroup
+    assert TuneConfig(96, 256, 3, 16, 2, 1) not in configs
     assert {c.cluster_m for c in configs} == {1, 2}
+    assert {c.consumers for c in configs} == {1, 2}
     assert {c.stages for c in configs} == {3, 4, 5}
 
 
 @pytest.mark.parametrize("rung_id", ["09", "10"])
 def test_rungs_09_and_10_sweep_without_clusters(rung_id):
     assert {c.cluster_m for c in tune.sweep(rung_id)} == {1}
+    assert {c.consumers for c in tune.sweep(rung_id)} == {2}         # their warpgroups are fixed
 
 
 def test_sweep_honours_explicit_axes():
-    configs = tune.sweep("11", tiles=[(128, 128)], stages=[3, 6], supers=[(2, 2)], clusters=[2])
+    configs = tune.sweep("11", tiles=[(128, 128)], stages=[3, 6], supers=[(2, 2)], clusters=[2], consumers=[2])
     assert configs == [TuneConfig(128, 128, 3, 2, 2, 2), TuneConfig(128, 128, 6, 2, 2, 2)]
     # one axis given, the others from the rung's default space
     only_tiles = tune.sweep("10", tiles=[(256, 128)])
@@ -119,7 +124,7 @@ def test_budget_skips_exactly_what_the_seed_arithmetic_puts_over_227_kib(rung_id
         else:
             assert reason is None or ("227 KiB" not in reason and "shared memory:" not in reason), (cfg.label, reason)
     # the sweeps do reach past the budget: 5 stages of 128x256 everywhere, 256x128 from 4 stages on rung 11
-    assert over == {"09": 2, "10": 4, "11": 18}[rung_id]
+    assert over == {"09": 2, "10": 4, "11": 36}[rung_id]
 
 
 def test_rung_11_budget_counts_the_c_panel_buffers():
@@ -136,17 +141,20 @@ def test_rung_11_budget_counts_the_c_panel_buffers():
 
 
 @pytest.mark.parametrize("rung_id, expected", [
-    ("09", {(128, 128, s) for s in (3, 4, 5)} | {(64, 256, s) for s in (3, 4, 5)}),
-    ("10", {(128, 256, 3), (128, 256, 4), (256, 128, 3), (256, 128, 4)} | {(128, 128, s) for s in (3, 4, 5)}),
-    ("11", {(128, 256, 3), (128, 256, 4), (256, 128, 3)} | {(128, 128, s) for s in (3, 4, 5)}),
+    ("09", {(128, 128, s, 2) for s in (3, 4, 5)} | {(64, 256, s, 2) for s in (3, 4, 5)}),
+    ("10", {(128, 256, 3, 2), (128, 256, 4, 2), (256, 128, 3, 2), (256, 128, 4, 2)}
+     | {(128, 128, s, 2) for s in (3, 4, 5)}),
+    ("11", {(128, 256, 3, 2), (128, 256, 4, 2), (256, 128, 3, 2)} | {(128, 128, s, w) for s in (3, 4, 5) for w in (1, 2)}
+     | {(64, 256, s, 1) for s in (3, 4, 5)}),
 ])
 def test_plan_of_the_default_sweeps(rung_id, expected):
-    """Which (tile, stages) of each default sweep can run, worked out by hand (rung 09's 128x256 needs
-    256 accumulators per thread, over its 128); every super tile and cluster of those runs."""
+    """Which (tile, stages, consumers) of each default sweep can run, worked out by hand (rung 09's
+    128x256 needs 256 accumulators per thread, over its 128, as does one consumer with 128x256 or
+    256x128; two consumers cannot split 64 rows); every super tile and cluster of those runs."""
     configs = tune.sweep(rung_id)
     runnable, skipped = tune.plan(rung_id, configs)
     assert len(runnable) + len(skipped) == len(configs)
-    assert {(c.bm, c.bn, c.stages) for c in runnable} == expected
+    assert {(c.bm, c.bn, c.stages, c.consumers) for c in runnable} == expected
     space = tune.SPACES[rung_id]
     assert len(runnable) == len(expected) * len(space["supers"]) * len(space["clusters"])
     assert all(reason for _, reason in skipped)
@@ -228,14 +236,15 @@ def test_every_runnable_rung_11_configuration_builds_within_the_budget():
     r11_persistent.kernel(), with its tile, stages, super tile and cluster size as template arguments
     and the kernel's exact shared memory (alignment slack and mbarriers included) within 227 KiB."""
     runnable, _ = tune.plan("11", tune.sweep("11"))
-    assert len(runnable) == 36
+    assert len(runnable) == 72
     for cfg in runnable:
         kwargs = tune.kernel_kwargs("11", cfg)
         k = r11_persistent.kernel(**kwargs)
-        assert k.template_args == (cfg.bm, cfg.bn, 64, cfg.stages, cfg.super_m, cfg.super_n, cfg.cluster_m)
-        assert k.smem_bytes == r11_persistent.smem_bytes(kwargs["tiles"]) <= BUDGET, cfg.label
+        assert k.template_args == (cfg.bm, cfg.bn, 64, cfg.stages, cfg.super_m, cfg.super_n, cfg.cluster_m,
+                                   cfg.consumers)
+        assert k.smem_bytes == r11_persistent.smem_bytes(kwargs["tiles"], cfg.consumers) <= BUDGET, cfg.label
         assert k.smem_bytes >= ring(cfg) + c_panels("11", cfg)
-        assert k.threads == 384
+        assert k.threads == 128 * (1 + cfg.consumers)
 
 
 def test_rung_11_default_configuration_compiles_without_spills():
@@ -258,8 +267,11 @@ def test_kernel_kwargs_per_rung():
     assert k10 == {"tiles": WarpSpecializedTiles(128, 128, 64, 3), "super_mn": (8, 4)}
     k11 = tune.kernel_kwargs("11", dataclasses.replace(cfg, cluster_m=2))
     assert type(k11["tiles"]) is WarpSpecializedTiles
-    assert k11 == {"tiles": WarpSpecializedTiles(128, 128, 64, 3), "super_mn": (8, 4), "cluster_m": 2}
+    assert k11 == {"tiles": WarpSpecializedTiles(128, 128, 64, 3), "super_mn": (8, 4), "cluster_m": 2, "consumers": 2}
     assert tune.kernel_kwargs("11", cfg)["cluster_m"] == 1          # passed even when 1 (the kernel defaults to 2)
+    assert tune.kernel_kwargs("11", dataclasses.replace(cfg, consumers=1))["consumers"] == 1
+    with pytest.raises(ValueError, match="only rung 11 takes consumers"):
+        tune.kernel_kwargs("10", dataclasses.replace(cfg, consumers=1))
 
 
 @pytest.mark.parametrize("rung_id", ["09", "10"])
@@ -367,20 +379,22 @@ def test_cli_dry_run_lists_runnable_and_skipped(capsys):
     out, err = capsys.readouterr()
     runnable, skipped = tune.plan("11", tune.sweep("11"))
     run_lines = [l for l in out.splitlines() if l.startswith("run  ")]
-    assert len(run_lines) == len(runnable) == 36 and len(out.splitlines()) == 36
+    assert len(run_lines) == len(runnable) == 72 and len(out.splitlines()) == 72
     for cfg, line in zip(runnable, run_lines):
         assert line == (f"run  {cfg.label}: {ring(cfg) + c_panels('11', cfg)} B "
                         "of shared memory by the seed's arithmetic")
     skip_lines = [l for l in err.splitlines() if l.startswith("skip ")]
     assert skip_lines == [f"skip {cfg.label}: {reason}" for cfg, reason in skipped]
-    assert len(skip_lines) == 18 and all("227 KiB" in l for l in skip_lines)
-    assert "rung 11: 36 of 54 configurations can run" in err.splitlines()
+    assert len(skip_lines) == 72
+    assert sum("227 KiB" in l for l in skip_lines) == 36                    # the rest: accumulators, m64 splits
+    assert all("227 KiB" in l or "fp32 accumulators" in l or "whole m64 products" in l for l in skip_lines)
+    assert "rung 11: 72 of 144 configurations can run" in err.splitlines()
 
 
 def test_cli_dry_run_with_explicit_axes(capsys):
     """--tiles 128x256 --stages 4 5: 1 x 2 x 3 supers x 2 clusters = 12; the 6 with 5 stages are over
     the budget (245760 B ring + 32768 B C)."""
-    assert main(["tune", "11", "--tiles", "128x256", "--stages", "4", "5", "--dry-run"]) == 0
+    assert main(["tune", "11", "--tiles", "128x256", "--stages", "4", "5", "--consumers", "2", "--dry-run"]) == 0
     out, err = capsys.readouterr()
     run_lines = out.splitlines()
     assert len(run_lines) == 6
@@ -395,12 +409,14 @@ def test_cli_dry_run_with_explicit_axes(capsys):
 
 def test_cli_dry_run_supers_and_clusters(capsys):
     assert main(["tune", "11", "--tiles", "128x128", "--stages", "3", "--supers", "16x2", "3x2",
-                 "--clusters", "1", "2", "--dry-run"]) == 0
+                 "--clusters", "1", "2", "--consumers", "2", "1", "--dry-run"]) == 0
     out, err = capsys.readouterr()
     assert [l.split(":")[0] for l in out.splitlines()] == [
-        "run  128x128 s3 super 16x2", "run  128x128 s3 super 16x2 cluster 2", "run  128x128 s3 super 3x2"]
+        "run  128x128 s3 super 16x2", "run  128x128 s3 super 16x2 1 consumer", "run  128x128 s3 super 16x2 cluster 2",
+        "run  128x128 s3 super 16x2 cluster 2 1 consumer", "run  128x128 s3 super 3x2",
+        "run  128x128 s3 super 3x2 1 consumer"]
     assert "skip 128x128 s3 super 3x2 cluster 2: cluster_m=2: the super tile's 3 rows must hold whole clusters" in err
-    assert "rung 11: 3 of 4 configurations can run" in err
+    assert "rung 11: 6 of 8 configurations can run" in err
 
 
 @pytest.mark.parametrize("bad", ["128-256", "128x256x64", "ax4"])
@@ -494,9 +510,11 @@ def test_recorded_configurations_still_pass_the_plan():
 
 
 def test_rung_11_defaults_are_the_recorded_best():
-    """Rung 11's TILES / SUPER / CLUSTER_M are the configuration the recorded tuning run found best."""
+    """Rung 11's TILES / SUPER / CLUSTER_M / CONSUMERS are the configuration the recorded tuning run found
+    best (a record from before the consumers axis existed ran with 2)."""
     _, data = _latest_rung_11_tuning()
-    assert dataclasses.asdict(tune.default_config("11")) == data["provenance"]["best"] == tune.best(data["records"])[0]
+    assert data["provenance"]["best"] == tune.best(data["records"])[0]
+    assert tune.default_config("11") == TuneConfig(**data["provenance"]["best"])
 
 
 # ------------------------------------------------------------------ on the GPU

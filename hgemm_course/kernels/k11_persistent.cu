@@ -41,18 +41,17 @@ __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
 }
 
 // C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
-// A CTA computes (BM, BN) tiles of C with two consumer warpgroups, each BM / 128 wgmma products
-// of (64, BN) on its own BM / 2 rows; the K loop walks BK-wide slices through a STAGES-deep TMA +
+// A CTA computes (BM, BN) tiles of C with CONSUMERS consumer warpgroups (2, or 1 as seed 001's first
+// version "1p1c"), each BM / 64 / CONSUMERS wgmma products of (64, BN) on its own BM / CONSUMERS rows; the K loop walks BK-wide slices through a STAGES-deep TMA +
 // mbarrier ring that the producer warpgroup fills. The persistent 1-D grid of clusters walks the
 // launch positions of rung 06 over a grid of (CLUSTER_M x BM, BN) cluster tiles, super tiles of
 // SUPER_M / CLUSTER_M x SUPER_N of them; CTA r of a cluster computes row r of its cluster tile.
-template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
+template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M, int CONSUMERS>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 * (1 + CONSUMERS), 1)
 k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_b,  // B (K, N): boxes of (BK, 64), SWIZZLE_128B
-        const __grid_constant__ TensorMap tmap_c) { // C (M, N): boxes of (BM / 2, 64), SWIZZLE_128B
-    constexpr int CONSUMERS = 2;                      // consumer warpgroups, one half of the tile each
+        const __grid_constant__ TensorMap tmap_c) { // C (M, N): boxes of (BM / CONSUMERS, 64), SWIZZLE_128B
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
     constexpr int PRODUCER_REGS = 40;                 // per thread: one thread issues TMA, no accumulators
@@ -70,6 +69,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
     static_assert(BM % (64 * CONSUMERS) == 0 && BN % 64 == 0,
                   "whole m64 products per consumer and whole 64-column panels of B");
     static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
+    static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
     static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (1 + CONSUMERS) * LAUNCH_REGS,
                   "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool: 40 + 2 x 232 = 3 x 168");
     static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && SUPER_M % CLUSTER_M == 0 && (BN / 64) % CLUSTER_M == 0,
@@ -180,10 +180,10 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
     } else {
         // ---- consumers: wait for slice it, compute this warpgroup's half, free slice it - 1 ----
         warpgroup_reg_alloc<CONSUMER_REGS>();
-        const int consumer = warpgroup - 1;           // rows consumer * BM / 2.. of the tile
+        const int consumer = warpgroup - 1;           // rows consumer * C_ROWS.. of the tile
         const unsigned c_half = c_smem + consumer * C_HALF; // C_BUFFERS x (C_ROWS, 64) halves, swizzled
         const bool storer = tid % 128 == 0;           // the thread that issues this consumer's TMA stores
-        float acc[FRAG_M][FRAG_N][4];                 // (BM / 2, BN) fp32 accumulators of the warpgroup
+        float acc[FRAG_M][FRAG_N][4];                 // (C_ROWS, BN) fp32 accumulators of the warpgroup
 
         int it = 0;                                   // k-slices consumed by this CTA so far, over all its tiles
         for (int t = cluster; t < tiles; t += clusters) {

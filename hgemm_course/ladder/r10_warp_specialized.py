@@ -29,20 +29,30 @@ class WarpSpecializedTiles(WgmmaTiles):
     @property
     def accumulators(self) -> int:
         """FP32 accumulator registers per consumer thread: (bm / 2) * bn over the warpgroup's 128 threads."""
-        return self.bm // CONSUMERS * self.bn // 128
+        return self.accumulators_with(CONSUMERS)
 
-    def check(self, smem: int) -> None:
+    def accumulators_with(self, consumers: int) -> int:
+        """FP32 accumulator registers per consumer thread when ``consumers`` warpgroups share the tile."""
+        return self.bm // consumers * self.bn // 128
+
+    def check(self, smem: int, consumers: int = CONSUMERS) -> None:
+        """The rules of the warp-specialized kernels, for ``consumers`` consumer warpgroups (rung 10 has 2;
+        rung 11 can also run seed 001's first version with 1)."""
+        who = "the consumer warpgroup" if consumers == 1 else f"each of the {consumers} consumer warpgroups"
+        fits = "64x256 or 128x128" if consumers == 1 else "128x256 or 256x128"
         require(self.bk == 64, f"bk={self.bk}: a row of the A stage is one 128-byte swizzle row, so bk must be 64 "
                                "halves (and one TMA box of B is 64 columns of 128 bytes).")
-        require(self.bm % (64 * CONSUMERS) == 0 and self.bm <= 256,
-                f"bm={self.bm}: each of the {CONSUMERS} consumer warpgroups issues whole m64 products on its "
-                "half of the tile, and a TMA box has at most 256 rows; use bm = 128 or 256.")
+        require(self.bm % (64 * consumers) == 0 and self.bm <= 256,
+                f"bm={self.bm}: {who} issues whole m64 products on its "
+                f"{'rows' if consumers == 1 else 'half'} of the tile, and a TMA box has at most 256 rows; use bm = "
+                f"{'64, 128' if consumers == 1 else '128'} or 256.")
         require(self.bn in WGMMA_N, f"bn={self.bn}: one wgmma covers the whole tile width, and the snippet is "
                                     f"generated for N in {WGMMA_N}.")
-        require(self.accumulators <= 128,
-                f"A {self.bm}x{self.bn} tile gives each consumer thread {self.accumulators} fp32 accumulators; "
-                f"over 128 leaves too few of its {CONSUMER_REGS} registers for addresses. Use bm * bn <= 32768 "
-                "(128x256 or 256x128).")
+        acc = self.accumulators_with(consumers)
+        require(acc <= 128,
+                f"A {self.bm}x{self.bn} tile gives each consumer thread {acc} fp32 accumulators; "
+                f"over 128 leaves too few of its {CONSUMER_REGS} registers for addresses. Use bm * bn <= "
+                f"{16384 * consumers} ({fits}).")
         require(self.stages >= 3, f"stages={self.stages}: wgmma still reads the previous stage while the next "
                                   "is waited for, so the ring needs at least 3 stages.")
         require(smem <= SMEM_PER_CTA_OPTIN,

@@ -34,15 +34,16 @@ SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per 
 CLUSTER_M = 2                             # CTAs per cluster along M, sharing B by multicast (1 or 2)
 
 
-def c_buffer_bytes(t: WarpSpecializedTiles) -> int:
-    """The epilogue's panel buffers: per consumer, two (or, for bn = 64, one) fp16 panels of (bm / 2, 64)."""
-    return CONSUMERS * min(2, t.bn // 64) * (t.bm // CONSUMERS) * 64 * 2
+def c_buffer_bytes(t: WarpSpecializedTiles, consumers: int = CONSUMERS) -> int:
+    """The epilogue's panel buffers: per consumer, two (or, for bn = 64, one) fp16 panels of
+    (bm / consumers, 64)."""
+    return consumers * min(2, t.bn // 64) * (t.bm // consumers) * 64 * 2
 
 
-def smem_bytes(t: WarpSpecializedTiles) -> int:
+def smem_bytes(t: WarpSpecializedTiles, consumers: int = CONSUMERS) -> int:
     """Dynamic shared memory: slack to align to 1024 bytes, the ring's stages, the C panel buffers,
     a full and an empty mbarrier per stage, rounded up to whole 1024-byte blocks."""
-    return cdiv(ALIGN + t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + c_buffer_bytes(t) + t.stages * 2 * 8,
+    return cdiv(ALIGN + t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + c_buffer_bytes(t, consumers) + t.stages * 2 * 8,
                 ALIGN) * ALIGN
 
 
@@ -114,14 +115,15 @@ def _clusters_that_fit(kern: TemplateKernel, cluster_m: int) -> int:
 
 @lru_cache(maxsize=None)
 def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           max_ctas: int | None = None, cluster_m: int = CLUSTER_M) -> TemplateKernel:
-    smem = smem_bytes(tiles)
-    c_buffer = c_buffer_bytes(tiles)
+           max_ctas: int | None = None, cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> TemplateKernel:
+    require(consumers in (1, 2), f"consumers={consumers}: the kernel has one or two consumer warpgroups.")
+    smem = smem_bytes(tiles, consumers)
+    c_buffer = c_buffer_bytes(tiles, consumers)
     require(smem <= SMEM_PER_CTA_OPTIN,
             f"{tiles.stages} stages of {tiles.bm}x{tiles.bk} + {tiles.bk}x{tiles.bn} halves and the {c_buffer}-byte C "
             f"panel buffers need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes a CTA can have on "
             "sm_90; use fewer stages (4 for a 128x256 tile, 3 for 256x128) or smaller tiles.")
-    tiles.check(smem)
+    tiles.check(smem, consumers)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     require(max_ctas is None or max_ctas >= 1, f"max_ctas={max_ctas}: the grid needs at least one CTA.")
     require(cluster_m in (1, 2), f"cluster_m={cluster_m}: the kernel pairs CTAs along M (2) or not at all (1).")
@@ -132,24 +134,24 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     def grid(M: int, N: int) -> tuple[int]:
         return persistent_grid(M, N, resident_ctas(kern, cluster_m), tiles, super_mn, max_ctas, cluster_m)
 
-    kern = TemplateKernel(SOURCE, "k11_persistent", (*tiles.template_args, *super_mn, cluster_m), tiles.threads,
-                          smem, grid=grid)
+    kern = TemplateKernel(SOURCE, "k11_persistent", (*tiles.template_args, *super_mn, cluster_m, consumers),
+                          128 * (1 + consumers), smem, grid=grid)
     return kern
 
 
 @lru_cache(maxsize=64)
-def _map_c(c_ptr: int, M: int, N: int, bm: int):
-    """Tensor map of C for the TMA stores: boxes of (bm / 2, 64), one consumer's rows and one 128-byte
+def _map_c(c_ptr: int, M: int, N: int, rows: int):
+    """Tensor map of C for the TMA stores: boxes of (rows, 64), one consumer's rows and one 128-byte
     swizzled panel; TMA drops the parts of a box past M or N. Cached per buffer and shape."""
-    return tensormap.encode(tensormap.TileMap2D(c_ptr, M, N, N * 2, bm // CONSUMERS, 64))
+    return tensormap.encode(tensormap.TileMap2D(c_ptr, M, N, N * 2, rows, 64))
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           max_ctas: int | None = None, cluster_m: int = CLUSTER_M) -> None:
+           max_ctas: int | None = None, cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> None:
     M, K = a.shape
     N = b.shape[1]
-    kernel(tiles, super_mn, max_ctas, cluster_m).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
-                                   _map_c(c.data.ptr, M, N, tiles.bm))
+    kernel(tiles, super_mn, max_ctas, cluster_m, consumers).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
+                                   _map_c(c.data.ptr, M, N, tiles.bm // consumers))
 
 
 RUNG = Rung(
