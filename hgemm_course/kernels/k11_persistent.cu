@@ -2,7 +2,7 @@
 // CTAs as fit on the GPU at once; each walks the output tiles t = blockIdx.x, + gridDim.x, ... in
 // rung 06's super-tile order, and its full/empty ring runs on across tiles: the k-slice counter is
 // never reset, so the producer loads the next tile's first slices while the consumers still compute,
-// and the parities carry over. The epilogue writes each consumer's half of the tile, one 64-column
+// and the parities carry over. The epilogue writes each consumer's rows of the tile, one 64-column
 // panel at a time, to a shared-memory panel buffer with stmatrix, and one thread stores the panel
 // with TMA (cp.async.bulk.tensor, shared -> global), which clips the M and N tails. Two panel buffers
 // per consumer take turns: a panel is written while the one before it is still being stored, and a
@@ -41,9 +41,10 @@ __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
 }
 
 // C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
-// A CTA computes (BM, BN) tiles of C with CONSUMERS consumer warpgroups (2, or 1 as seed 001's first
-// version "1p1c"), each BM / 64 / CONSUMERS wgmma products of (64, BN) on its own BM / CONSUMERS rows; the K loop walks BK-wide slices through a STAGES-deep TMA +
-// mbarrier ring that the producer warpgroup fills. The persistent 1-D grid of clusters walks the
+// A CTA computes (BM, BN) tiles of C with CONSUMERS consumer warpgroups (2; or 1, seed 001's first
+// version "1p1c"), each BM / 64 / CONSUMERS wgmma products of (64, BN) on its own BM / CONSUMERS rows;
+// the K loop walks BK-wide slices through a STAGES-deep TMA + mbarrier ring that the producer
+// warpgroup fills. The persistent 1-D grid of clusters walks the
 // launch positions of rung 06 over a grid of (CLUSTER_M x BM, BN) cluster tiles, super tiles of
 // SUPER_M / CLUSTER_M x SUPER_N of them; CTA r of a cluster computes row r of its cluster tile.
 template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M, int CONSUMERS>
