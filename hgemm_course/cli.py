@@ -163,7 +163,7 @@ def cmd_tune(args) -> int:
     print(f"rung {args.rung}: {len(runnable)} of {len(configs)} configurations can run", file=sys.stderr)
     if args.dry_run:
         for cfg in runnable:
-            print(f"run  {cfg.label}: {cfg.ring_bytes() + tune.c_buffer_bytes(tune.get(args.rung).id, cfg)} B "
+            print(f"run  {cfg.label}: {cfg.ring_bytes() + tune.c_buffer_bytes(args.rung, cfg)} B "
                   "of shared memory by the seed's arithmetic")
         return 0
     records, _, failures = tune.run(args.rung, args.sizes or [4096, 8192], runnable, repeats=args.repeats)
@@ -174,7 +174,7 @@ def cmd_tune(args) -> int:
     chosen = tune.best(records)
     default = tune.default_config(args.rung)
     path = write_run(records, kind="tune", folder=args.out_dir,
-                     extra={"rung": tune.get(args.rung).id, "skipped": [[c.label, r] for c, r in skipped],
+                     extra={"rung": args.rung, "skipped": [[c.label, r] for c, r in skipped],
                             "failed": [[c.label, f.summary()] for c, f in failures],
                             "default": default.label, "best": chosen[0] if chosen else None})
     print(tune.format_tune_table(records))
@@ -371,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_bench)
 
-    s = sub.add_parser("tune", help="sweep a Hopper rung's tiles, stages, order and clusters; writes results/tune_*.json")
+    s = sub.add_parser("tune", help="sweep a Hopper rung's tiles, stages, order, clusters and consumers; "
+                                    "writes results/tune_*.json")
     s.add_argument("rung", help="09, 10 or 11")
     s.add_argument("--sizes", nargs="+", type=_parse_size, help="default: 4096 8192")
     s.add_argument("--tiles", nargs="+", type=_parse_pair, help="BMxBN, e.g. 128x256 256x128")

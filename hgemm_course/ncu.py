@@ -64,32 +64,22 @@ def kernel_summary(path: str | Path) -> dict:
 
 def format_summaries(summaries: dict[str, dict]) -> str:
     """A table, one column per labelled kernel: cycles, clock, tensor pipe, L2, DRAM, launch shape."""
-    rows = (("SM cycles (duration x clock)", "cycles", "{:,.0f}"), ("duration (us)", "duration_ns", None),
-            ("SM clock (MHz)", "sm_hz", None), ("tensor pipe active (% of active cycles)", "tensor_active_pct", "{:.1f}"),
-            ("wgmma instructions", "wgmma_instructions", "{:,.0f}"), ("L2 hit rate (%)", "l2_hit_pct", "{:.1f}"),
-            ("DRAM read (MB)", "dram_read_bytes", None), ("DRAM throughput (% of peak)", "dram_pct", "{:.1f}"),
-            ("grid x block, cluster", "grid", None), ("registers / thread", "registers", "{:.0f}"),
-            ("dynamic shared memory (KiB)", "smem_dynamic", None))
+    rows = (("SM cycles (duration x clock)", "cycles", lambda s: f"{s['cycles']:,.0f}"),
+            ("duration (us)", "duration_ns", lambda s: f"{s['duration_ns'] / 1e3:,.1f}"),
+            ("SM clock (MHz)", "sm_hz", lambda s: f"{s['sm_hz'] / 1e6:,.0f}"),
+            ("tensor pipe active (% of active cycles)", "tensor_active_pct", lambda s: f"{s['tensor_active_pct']:.1f}"),
+            ("wgmma instructions", "wgmma_instructions", lambda s: f"{s['wgmma_instructions']:,.0f}"),
+            ("L2 hit rate (%)", "l2_hit_pct", lambda s: f"{s['l2_hit_pct']:.1f}"),
+            ("DRAM read (MB)", "dram_read_bytes", lambda s: f"{s['dram_read_bytes'] / 1e6:,.0f}"),
+            ("DRAM throughput (% of peak)", "dram_pct", lambda s: f"{s['dram_pct']:.1f}"),
+            ("grid x block, cluster", "grid",
+             lambda s: f"{s['grid']:.0f} x {s.get('block', 0):.0f}, {s.get('cluster', 1):.0f}"),
+            ("registers / thread", "registers", lambda s: f"{s['registers']:.0f}"),
+            ("dynamic shared memory (KiB)", "smem_dynamic", lambda s: f"{s['smem_dynamic'] / 1024:,.1f}"))
     labels = list(summaries)
     width = max(14, *(len(label) for label in labels)) + 2
     lines = [f"{'':<40}" + "".join(f"{label:>{width}}" for label in labels)]
-    for title, key, fmt in rows:
-        cells = []
-        for label in labels:
-            s = summaries[label]
-            if key not in s:
-                cells.append("-")
-            elif key == "duration_ns":
-                cells.append(f"{s[key] / 1e3:,.1f}")
-            elif key == "sm_hz":
-                cells.append(f"{s[key] / 1e6:,.0f}")
-            elif key == "dram_read_bytes":
-                cells.append(f"{s[key] / 1e6:,.0f}")
-            elif key == "smem_dynamic":
-                cells.append(f"{s[key] / 1024:,.1f}")
-            elif key == "grid":
-                cells.append(f"{s['grid']:.0f} x {s.get('block', 0):.0f}, {s.get('cluster', 1):.0f}")
-            else:
-                cells.append(fmt.format(s[key]))
+    for title, key, cell in rows:
+        cells = [cell(summaries[label]) if key in summaries[label] else "-" for label in labels]
         lines.append(f"{title:<40}" + "".join(f"{c:>{width}}" for c in cells))
     return "\n".join(lines)

@@ -3,7 +3,7 @@ with its TMA ring running on across tiles, and stores C through shared memory wi
 Optionally (``cluster_m=2``) the CTAs pair up in clusters that share B's k-slices by TMA multicast."""
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import lru_cache
 
 from .. import device, tensormap
@@ -51,7 +51,7 @@ def launch_positions(M: int, N: int, tiles: WarpSpecializedTiles = TILES, super_
                      cluster_m: int = CLUSTER_M) -> int:
     """Rung 06's grid size over the (cluster_m x bm, bn) cluster tiles, in CTAs: whole super tiles of
     super_m / cluster_m x super_n cluster tiles; the kernel skips the positions past the grid's edge."""
-    cluster_tiles = WarpSpecializedTiles(tiles.bm * cluster_m, tiles.bn, tiles.bk, tiles.stages)
+    cluster_tiles = replace(tiles, bm=tiles.bm * cluster_m)
     return grid_1d(M, N, cluster_tiles, (super_mn[0] // cluster_m, super_mn[1]))[0] * cluster_m
 
 
@@ -150,8 +150,9 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
            max_ctas: int | None = None, cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> None:
     M, K = a.shape
     N = b.shape[1]
-    kernel(tiles, super_mn, max_ctas, cluster_m, consumers).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
-                                   _map_c(c.data.ptr, M, N, tiles.bm // consumers))
+    kernel(tiles, super_mn, max_ctas, cluster_m, consumers).launch(
+        a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
+        _map_c(c.data.ptr, M, N, tiles.bm // consumers))
 
 
 RUNG = Rung(
@@ -160,7 +161,8 @@ RUNG = Rung(
           "C leaves via stmatrix and TMA stores"),
     backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
     multiple_n=8, multiple_k=8,
-    extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS, "consumers": CONSUMERS,
+    extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
+           "consumers": CONSUMERS,
            "ctas_per_sm": CTAS_PER_SM,
            "registers_after_setmaxnreg": {"producer": PRODUCER_REGS, "consumer": CONSUMER_REGS},
            "smem_bytes": smem_bytes(TILES)},
