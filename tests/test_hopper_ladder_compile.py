@@ -193,7 +193,8 @@ def test_07_to_09_keeps_the_ring_decode_and_epilogue():
     old, new = body(KERNELS_DIR / r07_tma.SOURCE), body(KERNELS_DIR / r09_wgmma.SOURCE)
     changed = [line for line in difflib.unified_diff(old, new, lineterm="", n=0)
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    assert 0 < len(changed) <= 90, "\n".join(changed)
+    # 09 drops 07's fragment pipeline (ldmatrix into two register buffers) for wgmma on descriptors
+    assert 0 < len(changed) <= 115, "\n".join(changed)
 
     def block(lines, start, end):
         i = next(n for n, line in enumerate(lines) if start in line)

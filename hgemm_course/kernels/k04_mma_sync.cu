@@ -1,6 +1,9 @@
 // Rung 04: the tiling of rung 03 with nvcuda::wmma replaced by the instructions it compiles
 // to, written out: ldmatrix (shared -> fragment registers) and mma.sync.m16n8k16. The shared
-// tiles are still padded, so every ldmatrix row lands in its own group of 4 banks.
+// tiles are still padded, so every ldmatrix row lands in its own group of 4 banks. Written
+// out, the instructions can be fed the way mma.sync needs: the fragments of the next k-step
+// load while this k-step's mma run (two fragment buffers), and the next slice's cp.async
+// copies are spread over the k-steps instead of leaving in one burst.
 #include "common.cuh"
 #include "cp_async.cuh"
 #include "ldmatrix.cuh"
@@ -16,6 +19,9 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
     constexpr int WARPS_N = BN / WN;
     constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
     constexpr int FRAG_N = WN / 8;                    // n8 fragments per warp
+    constexpr int K_STEPS = BK / 16;                  // mma k-steps per slice
+    constexpr int COPY_PARTS = K_STEPS - 1;           // pieces a slice's copies are issued in
+    static_assert(K_STEPS % 2 == 0, "BK must be a multiple of 32: the two fragment buffers alternate k-steps");
     constexpr int A_LD = BK + 8;                      // halves per padded A row
     constexpr int B_LD = BN + 8;                      // halves per padded B row
     constexpr int A_STAGE = BM * A_LD * 2;            // bytes of one A stage
@@ -36,29 +42,33 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
     const int m0 = bid_m * BM;
     const int n0 = bid_n * BN;
     const int k_tiles = cdiv(K, BK);
+    const half* a_tile = A + static_cast<size_t>(m0) * K; // the BM rows of A this CTA reads
+    const half* b_tile = B + n0;                      // the BN columns of B this CTA reads
 
-    // One k-slice into one stage: every thread copies 16-byte chunks; chunks past M, N or K
-    // are zero-filled so the tails add nothing to the sums.
-    auto load_tile = [&](int stage, int kt) {
+    // Piece `part` of one k-slice into one stage: every thread copies every COPY_PARTS-th of its
+    // 16-byte chunks, so a slice's copies can ride along the k-steps of the slice being computed
+    // instead of leaving in one burst. Chunks past M, N or K are zero-filled so the tails add
+    // nothing to the sums.
+    auto load_tile = [&](int stage, int kt, int part) {
         const int k0 = kt * BK;
         const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
         const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
 #pragma unroll
-        for (int it = 0; it < BM * BK / 8 / THREADS; ++it) {
+        for (int it = part; it < BM * BK / 8 / THREADS; it += COPY_PARTS) {
             const int idx = it * THREADS + tid;
             const int row = idx / (BK / 8);
             const int chunk = idx % (BK / 8);
             const bool inside = m0 + row < M && k0 + chunk * 8 < K;
-            const half* src = inside ? A + static_cast<size_t>(m0 + row) * K + k0 + chunk * 8 : A;
+            const half* src = inside ? a_tile + static_cast<size_t>(row) * K + k0 + chunk * 8 : A;
             cp_async_16_zfill(a_stage + (row * A_LD + chunk * 8) * 2, src, inside ? 16 : 0);
         }
 #pragma unroll
-        for (int it = 0; it < BK * BN / 8 / THREADS; ++it) {
+        for (int it = part; it < BK * BN / 8 / THREADS; it += COPY_PARTS) {
             const int idx = it * THREADS + tid;
             const int row = idx / (BN / 8);
             const int chunk = idx % (BN / 8);
             const bool inside = k0 + row < K && n0 + chunk * 8 < N;
-            const half* src = inside ? B + static_cast<size_t>(k0 + row) * N + n0 + chunk * 8 : B;
+            const half* src = inside ? b_tile + static_cast<size_t>(k0 + row) * N + chunk * 8 : B;
             cp_async_16_zfill(b_stage + (row * B_LD + chunk * 8) * 2, src, inside ? 16 : 0);
         }
     };
@@ -69,43 +79,59 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
     const unsigned b_lane = ((lane % 16) * B_LD + warp_n * WN + (lane / 16) * 8) * 2;
 
     float acc[FRAG_M][FRAG_N][4] = {};                // (WM, WN) fp32 accumulators of this warp
+    unsigned a_frag[2][FRAG_M][4];                    // 2 buffers x FRAG_M x (16, 16) halves of A
+    unsigned b_frag[2][FRAG_N][2];                    // 2 buffers x FRAG_N x (16, 8) halves of B
 
-    // ---- prologue: fill STAGES - 1 stages --------------------------------------------------
+    // The fragments of k-step kk of the slice in `stage`, into fragment buffer `buf`.
+    auto load_fragments = [&](int buf, int stage, int kk) {
+        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i) {
+            ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],
+                        a_stage + a_lane + i * 16 * A_LD * 2 + kk * 32);
+        }
+#pragma unroll
+        for (int j = 0; j < FRAG_N / 2; ++j) {
+            ldmatrix_x4_trans(b_frag[buf][2 * j][0], b_frag[buf][2 * j][1], b_frag[buf][2 * j + 1][0],
+                              b_frag[buf][2 * j + 1][1], b_stage + b_lane + kk * 16 * B_LD * 2 + j * 32);
+        }
+    };
+
+    // ---- prologue: fill STAGES - 1 stages, then load the first k-step's fragments ----------
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_tile(s, s);
+        if (s < k_tiles) {
+#pragma unroll
+            for (int part = 0; part < COPY_PARTS; ++part) load_tile(s, s, part);
+        }
         cp_async_commit_group();
     }
+    cp_async_wait_group<STAGES - 2>();
+    __syncthreads();
+    load_fragments(0, 0, 0);
 
-    // ---- main loop: wait for slice kt, refill the stage freed last iteration, compute ----
+    // ---- main loop: the mma of k-step kk run on one fragment buffer while the other receives
+    //      k-step kk + 1 (at the last k-step: the next slice's first), and the copies of slice
+    //      kt + STAGES - 1 go out in pieces into the stage that slice kt - 1 left --------------
     for (int kt = 0; kt < k_tiles; ++kt) {
-        cp_async_wait_group<STAGES - 2>();
-        __syncthreads();
         const int next = kt + STAGES - 1;
-        if (next < k_tiles) load_tile(next % STAGES, next);
-        cp_async_commit_group();
-
-        const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            unsigned a_frag[FRAG_M][4];               // FRAG_M x (16, 16) halves of A
-            unsigned b_frag[FRAG_N][2];               // FRAG_N x (16, 8) halves of B
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i) {
-                ldmatrix_x4(a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3],
-                            a_stage + a_lane + i * 16 * A_LD * 2 + kk * 32);
-            }
-#pragma unroll
-            for (int j = 0; j < FRAG_N / 2; ++j) {
-                ldmatrix_x4_trans(b_frag[2 * j][0], b_frag[2 * j][1], b_frag[2 * j + 1][0], b_frag[2 * j + 1][1],
-                                  b_stage + b_lane + kk * 16 * B_LD * 2 + j * 32);
+        for (int kk = 0; kk < K_STEPS; ++kk) {
+            if (kk < K_STEPS - 1) {
+                load_fragments((kk + 1) % 2, kt % STAGES, kk + 1);
+                if (next < k_tiles) load_tile(next % STAGES, next, kk);
+            } else {
+                cp_async_commit_group();
+                cp_async_wait_group<STAGES - 2>();    // slice kt + 1 has landed (this thread's part)
+                __syncthreads();                      // every thread's part, and slice kt is read out
+                if (kt + 1 < k_tiles) load_fragments(0, (kt + 1) % STAGES, 0);
             }
 #pragma unroll
             for (int i = 0; i < FRAG_M; ++i) {
 #pragma unroll
                 for (int j = 0; j < FRAG_N; ++j) {
-                    mma_m16n8k16(acc[i][j], a_frag[i], b_frag[j]);
+                    mma_m16n8k16(acc[i][j], a_frag[kk % 2][i], b_frag[kk % 2][j]);
                 }
             }
         }

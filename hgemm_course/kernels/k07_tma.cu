@@ -24,6 +24,8 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     constexpr int WARPS_N = BN / WN;
     constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
     constexpr int FRAG_N = WN / 8;                    // n8 fragments per warp
+    constexpr int K_STEPS = BK / 16;                  // mma k-steps per slice
+    static_assert(K_STEPS % 2 == 0, "BK must be a multiple of 32: the two fragment buffers alternate k-steps");
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
     constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
     constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
@@ -76,6 +78,24 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     const unsigned b_lane = (warp_n * WN / 64) * B_PANEL + swizzle_128b(lane % 16, (warp_n * WN % 64) / 8 + lane / 16);
 
     float acc[FRAG_M][FRAG_N][4] = {};                // (WM, WN) fp32 accumulators of this warp
+    unsigned a_frag[2][FRAG_M][4];                    // 2 buffers x FRAG_M x (16, 16) halves of A
+    unsigned b_frag[2][FRAG_N][2];                    // 2 buffers x FRAG_N x (16, 8) halves of B
+
+    // The fragments of k-step kk of the slice in `stage`, into fragment buffer `buf`.
+    auto load_fragments = [&](int buf, int stage, int kk) {
+        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i) {
+            ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],
+                        a_stage + (a_lane ^ (kk * 32)) + i * 16 * 128);
+        }
+#pragma unroll
+        for (int j = 0; j < FRAG_N / 2; ++j) {
+            ldmatrix_x4_trans(b_frag[buf][2 * j][0], b_frag[buf][2 * j][1], b_frag[buf][2 * j + 1][0],
+                              b_frag[buf][2 * j + 1][1], b_stage + (b_lane ^ (j * 32)) + kk * 16 * 128);
+        }
+    };
 
     // ---- prologue: set up the barriers, fill STAGES - 1 stages ----------------------------
     if (tid == 0) {
@@ -93,8 +113,12 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         }
     }
     __syncthreads();
+    mbar_wait_parity(full_bar, 0);
+    load_fragments(0, 0, 0);
 
-    // ---- main loop: refill the stage freed last iteration, wait for slice kt, compute ----
+    // ---- main loop: refill the stage freed last iteration; the mma of k-step kk run on one
+    //      fragment buffer while the other receives k-step kk + 1 (at the last k-step: the
+    //      next slice's first), and a warp frees its stage as soon as its last ldmatrix is out
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int next = kt + STAGES - 1;
         if (tid == 0 && next < k_tiles) {
@@ -102,34 +126,26 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
             load_tile(next % STAGES, next);
         }
         __syncwarp();                                 // warp 0 whole again before its warp-wide ldmatrix
-        mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);
-
-        const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            unsigned a_frag[FRAG_M][4];               // FRAG_M x (16, 16) halves of A
-            unsigned b_frag[FRAG_N][2];               // FRAG_N x (16, 8) halves of B
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i) {
-                ldmatrix_x4(a_frag[i][0], a_frag[i][1], a_frag[i][2], a_frag[i][3],
-                            a_stage + (a_lane ^ (kk * 32)) + i * 16 * 128);
-            }
-#pragma unroll
-            for (int j = 0; j < FRAG_N / 2; ++j) {
-                ldmatrix_x4_trans(b_frag[2 * j][0], b_frag[2 * j][1], b_frag[2 * j + 1][0], b_frag[2 * j + 1][1],
-                                  b_stage + (b_lane ^ (j * 32)) + kk * 16 * 128);
+        for (int kk = 0; kk < K_STEPS; ++kk) {
+            if (kk < K_STEPS - 1) {
+                load_fragments((kk + 1) % 2, kt % STAGES, kk + 1);
+                if (kk == K_STEPS - 2) {              // slice kt's last ldmatrix is out: free its stage
+                    __syncwarp();
+                    if (lane == 0) mbar_arrive(empty_bar + (kt % STAGES) * 8);
+                }
+            } else if (kt + 1 < k_tiles) {
+                mbar_wait_parity(full_bar + ((kt + 1) % STAGES) * 8, ((kt + 1) / STAGES) % 2);
+                load_fragments(0, (kt + 1) % STAGES, 0);
             }
 #pragma unroll
             for (int i = 0; i < FRAG_M; ++i) {
 #pragma unroll
                 for (int j = 0; j < FRAG_N; ++j) {
-                    mma_m16n8k16(acc[i][j], a_frag[i], b_frag[j]);
+                    mma_m16n8k16(acc[i][j], a_frag[kk % 2][i], b_frag[kk % 2][j]);
                 }
             }
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar + (kt % STAGES) * 8);
     }
 
     // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------
