@@ -1,13 +1,15 @@
-"""Chapter 08's experiments, after section 5 of the seed post, on rung 07: each returns data.
+"""Chapter 08's experiments, after section 5 of the RTX 5080 HGEMM post, on rung 07: each returns data.
 
 1. ``occupancy_cliff``: CTAs per SM from the driver's occupancy calculator against the dynamic
    shared memory requested, next to the model, and the per-CTA reservation that explains the cliffs.
 2. ``carveout``: does asking for the largest shared-memory carveout fit one more CTA? (It cannot
    move the cliff: the reservation is per CTA, the carveout per SM.)
 3. ``bk32_under_swizzle128``: BK = 32 under SWIZZLE_128B, refused before launch with the reason
-   (the seed's kernel crashed with an illegal address instead).
-4. ``variant_timings``: BN halved and a stage-count sweep, verified, then timed against cuBLAS in
-   the same process; configurations over the shared-memory budget are skipped with the reason.
+   (the post's kernel crashed with an illegal address instead).
+4. ``variant_timings``: BN halved (which halves the warps per SM: still one CTA per SM), two CTAs
+   per SM (128x128 tiles of 4 warps, 3 stages: the same 8 warps per SM in two independent CTAs) and
+   a stage-count sweep, verified, then timed against cuBLAS in the same process; configurations
+   over the shared-memory budget are skipped with the reason.
 
 ``run_all`` runs them and writes results/limits_<gpu>_<date>.json.
 """
@@ -128,8 +130,9 @@ def bk32_under_swizzle128() -> dict:
 
 
 def variants(base: MmaTiles = r07_tma.TILES) -> list[tuple[str, MmaTiles]]:
-    """Rung 07's default, BN halved (seed experiment 3), and stages 2 to 6."""
-    out = [("default", base), ("BN halved", replace(base, bn=base.bn // 2, wn=min(base.wn, base.bn // 2)))]
+    """Rung 07's default, BN halved (the post's experiment 3), two CTAs per SM, and stages 2 to 6."""
+    out = [("default", base), ("BN halved", replace(base, bn=base.bn // 2, wn=min(base.wn, base.bn // 2))),
+           ("2 CTAs/SM", replace(base, bm=base.bm // 2, stages=3))]
     out += [(f"{s} stages", replace(base, stages=s)) for s in range(2, 7) if s != base.stages]
     return out
 
