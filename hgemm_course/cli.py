@@ -186,13 +186,18 @@ def cmd_tune(args) -> int:
 
 
 def cmd_ceilings(args) -> int:
-    from .harness import measure_ceilings
+    info, reason, _ = device.probe_gpu()
+    if info is None:
+        print(f"hgemm-course ceilings: measuring needs an NVIDIA GPU and this machine has none ({reason}); "
+              "run it on a GPU machine (scripts/h200.sh does), or read the recorded chain with "
+              "hgemm_course.roofline.recorded_ceilings()", file=sys.stderr)
+        return 2
+    from .ceilings import format_ceilings, measure_ceilings
     from .results import write_run
 
     ceilings = measure_ceilings()
     path = write_run([ceilings], kind="ceilings", folder=args.out_dir)
-    print(f"copy bandwidth {ceilings['bandwidth_gbs']:.0f} GB/s (read + write), "
-          f"cuBLAS fp16 {ceilings['cublas_tflops']:.0f} TFLOP/s at {ceilings['gemm_size']}^3; written to {path}")
+    print(f"The ceiling chain on the {info.name}:\n{format_ceilings(ceilings)}\nwritten to {path}")
     return 0
 
 
@@ -228,6 +233,59 @@ def cmd_results(args) -> int:
     for name, date, gpu in files:
         print(f"  {name}: {gpu}, {date}")
     print(format_table(records))
+    return 0
+
+
+def cmd_profile(args) -> int:
+    import shlex
+
+    from . import profile
+    from .harness import VerificationError
+    from .ncu import find_ncu
+
+    shape = args.shape or args.size
+    M, N, K = (shape,) * 3 if isinstance(shape, int) else shape
+    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster)
+    if args.dry_run:
+        print(shlex.join(profile.ncu_command(find_ncu() or "ncu", rung, M, N, K, overrides, kernel,
+                                             Path("ncu_raw.csv"))))
+        return 0
+    try:
+        device.require_gpu("Profiling")
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc} Profile on a GPU machine (the H200); `hgemm-course profiles` shows the recorded "
+                           "profiles.") from None
+    ncu_path = profile.require_ncu()
+    print(f"profiling rung {rung.id} at {M}x{N}x{K} ({profile.variant_label(overrides)}) with ncu "
+          "(a few seconds per replay pass)...", flush=True)
+    try:
+        path = profile.run_profile(rung.id, M, N, K, super_mn=args.super, cluster_m=args.cluster,
+                                   folder=args.out_dir, ncu_path=ncu_path)
+    except (VerificationError, profile.NcuFailed) as exc:
+        print(f"hgemm-course profile: {exc}", file=sys.stderr)
+        return 1
+    print(profile.describe({**json.loads(path.read_text())["records"][0], "file": path.name}))
+    print(f"written to {path} (ncu's raw CSV: {path.with_suffix('.csv').name})")
+    return 0
+
+
+def cmd_profiles(args) -> int:
+    from . import profile
+    from .ladder import get
+
+    records = profile.load_profiles(args.dir)
+    if args.rungs:
+        wanted = {get(r).id for r in args.rungs}
+        records = [r for r in records if r["rung"] in wanted]
+    if args.json:
+        _print_json(records)
+        return 0
+    if not records:
+        print(f"No recorded profiles in {profile.profiles_folder(args.dir)} (run `hgemm-course profile RUNG` on a "
+              "GPU machine with Nsight Compute).")
+        return 0
+    print("Recorded profiles (Nsight Compute, not measured now):")
+    print(profile.format_profiles(records))
     return 0
 
 
@@ -385,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", type=Path)
     s.set_defaults(fn=cmd_tune)
 
-    s = sub.add_parser("ceilings", help="measure the roofline's ceilings: copy bandwidth and cuBLAS fp16")
+    s = sub.add_parser("ceilings", help="measure the ceiling chain: FP32 cores, mma.sync bounds, cuBLAS, "
+                                        "copy bandwidth (about a minute)")
     s.add_argument("--out-dir", type=Path)
     s.set_defaults(fn=cmd_ceilings)
 
@@ -399,6 +458,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dir", type=Path)
     s.add_argument("--readme", action="store_true", help="rewrite README.md's ladder table from the records")
     s.set_defaults(fn=cmd_results)
+
+    s = sub.add_parser("profile", help="one launch of a rung under Nsight Compute: tensor pipe, stalls, memory; "
+                                       "writes results/profiles/profile_*.json and ncu's CSV")
+    s.add_argument("rung")
+    shape = s.add_mutually_exclusive_group()
+    shape.add_argument("--size", type=int, default=8192, help="M = N = K (default 8192)")
+    shape.add_argument("--shape", type=_parse_size, help="MxNxK, e.g. 4096x8192x2048")
+    s.add_argument("--super", type=int, nargs=2, metavar=("SM", "SN"), help="super tile, in output tiles (06 and up)")
+    s.add_argument("--cluster", type=int, help="CTAs per cluster along M (rung 11)")
+    s.add_argument("--out-dir", type=Path, help="default results/profiles/")
+    s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop (no GPU needed)")
+    s.set_defaults(fn=cmd_profile)
+
+    s = sub.add_parser("profiles", help="the recorded profiles, newest per rung, shape and variant")
+    s.add_argument("rungs", nargs="*")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--dir", type=Path, help="default results/profiles/")
+    s.set_defaults(fn=cmd_profiles)
 
     s = sub.add_parser("diff", help="unified diff of two rungs' kernel sources")
     s.add_argument("a")

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import device
+from .ceilings import measure_ceilings  # noqa: F401  (moved to ceilings.py; chapter 00 imports it from here)
 from .ladder import Rung, get
 
 # fp16 output rounding alone gives a relative error near 2^-11 / sqrt(3) = 2.8e-4;
@@ -262,25 +263,6 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         cupy.get_default_memory_pool().free_all_blocks()
     bar.close()
     return records
-
-
-def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repeats: int = 30) -> dict:
-    """The two ceilings of the roofline, measured: device-to-device copy bandwidth and cuBLAS fp16."""
-    import cupy
-
-    device.require_gpu("Measuring the ceilings")
-    src = cupy.random.random(copy_bytes // 4, dtype=cupy.float32)
-    dst = cupy.empty_like(src)
-    copy_ms = statistics.median(time_launches(lambda s, d: d.__setitem__(Ellipsis, s), [(src, dst)],
-                                              warmup=3, repeats=repeats))
-    del src, dst
-    a, b, _ = random_inputs(gemm_size, gemm_size, gemm_size, xp=cupy)
-    c = cupy.empty((gemm_size, gemm_size), dtype=cupy.float16)
-    gemm_ms = statistics.median(time_launches(lambda a, b, c: cupy.matmul(a, b, out=c), [(a, b, c)],
-                                              warmup=5, repeats=repeats))
-    return {"copy_bytes": copy_bytes, "copy_ms": copy_ms, "bandwidth_gbs": 2 * copy_bytes / copy_ms / 1e6,
-            "gemm_size": gemm_size, "cublas_ms": gemm_ms,
-            "cublas_tflops": tflops(gemm_size, gemm_size, gemm_size, gemm_ms), "repeats": repeats}
 
 
 def format_table(records) -> str:

@@ -3,10 +3,19 @@
 The recorded profiles under results/ncu/ were written on the H200 by scripts/h200_rung11.sh (ncu with
 ``--clock-control none``, so the SM clock is whatever the card ran at). Wall-clock durations of two
 kernels profiled at different clocks do not compare; SM cycles (duration x SM frequency) do.
+
+Two layouts of ncu's ``--csv`` output are read here, and only here: ``--page details`` (one row per
+metric, :func:`read_details`) and ``--page raw`` (a header row of metric names, a row of units, one row
+per profiled kernel, :func:`parse_raw`). Values come back in base units: bytes, nanoseconds for
+durations, per second for rates, whatever scaling ncu printed them with.
 """
 from __future__ import annotations
 
 import csv
+import io
+import os
+import re
+import shutil
 from pathlib import Path
 
 # metric name in the CSV -> key of kernel_summary()
@@ -26,9 +35,12 @@ _METRICS = {
     "Registers Per Thread": "registers",
     "Dynamic Shared Memory Per Block": "smem_dynamic",
 }
-_UNIT_SCALE = {"ns": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "nsecond": 1.0,
-               "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "cycle/nsecond": 1e9,
-               "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}
+_NANOSECONDS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9,
+                "second": 1e9}
+_HERTZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+_PREFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_COUNTED = ("byte", "sector", "inst", "cycle", "request", "warp")    # what ncu puts K, M, G, T in front of
+_KERNEL_BASE = re.compile(r"(?:void\s+)?([A-Za-z_]\w*)")
 
 
 def read_details(path: str | Path) -> tuple[str, dict[str, tuple[str, str]]]:
@@ -44,9 +56,35 @@ def read_details(path: str | Path) -> tuple[str, dict[str, tuple[str, str]]]:
     return rows[0]["Kernel Name"], {r["Metric Name"]: (r["Metric Value"], r["Metric Unit"]) for r in rows}
 
 
-def _number(text: str, unit: str) -> float:
-    value = float(text.replace(",", ""))
-    return value * _UNIT_SCALE.get(unit.strip().lower(), 1.0)
+def parse_number(text: str) -> float | None:
+    """ncu's text of a number (``"16,825,856"``, ``"80.15"``) as a float; None for ``n/a``, blanks and words."""
+    try:
+        return float(text.strip().replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _count_scale(unit: str) -> float:
+    """1e6 for ``mbyte`` (ncu's prefixes on counted units are decimal), 1 for an unprefixed unit."""
+    if len(unit) > 1 and unit[0] in _PREFIX and unit[1:] in _COUNTED:
+        return _PREFIX[unit[0]]
+    return 1.0
+
+
+def to_base_unit(value: float | None, unit: str) -> float | None:
+    """Undo ncu's automatic scaling: counts to units (``Mbyte`` -> bytes), durations to nanoseconds,
+    frequencies to Hz and rates to per second (``cycle/nsecond`` -> cycles per second)."""
+    if value is None:
+        return None
+    unit = unit.strip().lower()
+    if unit in _NANOSECONDS:
+        return value * _NANOSECONDS[unit]
+    if unit in _HERTZ:
+        return value * _HERTZ[unit]
+    counted, _, per = unit.partition("/")
+    if per in _NANOSECONDS:
+        return value * _count_scale(counted) * 1e9 / _NANOSECONDS[per]
+    return value * _count_scale(counted)
 
 
 def kernel_summary(path: str | Path) -> dict:
@@ -55,8 +93,9 @@ def kernel_summary(path: str | Path) -> dict:
     kernel, metrics = read_details(path)
     out: dict = {"kernel": kernel, "file": Path(path).name}
     for name, key in _METRICS.items():
-        if name in metrics:
-            out[key] = _number(*metrics[name])
+        value = to_base_unit(parse_number(metrics[name][0]), metrics[name][1]) if name in metrics else None
+        if value is not None:
+            out[key] = value
     if "duration_ns" in out and "sm_hz" in out:
         out["cycles"] = out["duration_ns"] * 1e-9 * out["sm_hz"]
     return out
@@ -83,3 +122,42 @@ def format_summaries(summaries: dict[str, dict]) -> str:
         cells = [cell(summaries[label]) if key in summaries[label] else "-" for label in labels]
         lines.append(f"{title:<40}" + "".join(f"{c:>{width}}" for c in cells))
     return "\n".join(lines)
+
+
+def parse_raw(text: str) -> list[dict]:
+    """Rows of ``ncu --csv --page raw``: a header row (fixed columns such as "ID" and "Kernel Name", then metric
+    names), a row of units, then one row per profiled kernel; ncu's own ``==PROF==`` lines and anything else
+    that is not CSV are skipped. Returns ``{"id", "kernel" (base name), "name" (as ncu printed it), "metrics"}``
+    per kernel, metric values in base units (:func:`to_base_unit`), None for ``n/a`` and for words."""
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        said = " ".join(line for line in text.splitlines() if line.startswith("==ERROR=="))
+        raise ValueError("no ncu raw CSV header (a row starting with \"ID\") in this output; was ncu run with "
+                         "--csv --page raw, and did it profile a kernel?" + (f" ncu said: {said}" if said else ""))
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, units, data = rows[0], rows[1] if len(rows) > 1 else [], rows[2:]
+    if units and units[0] != "":          # no units row (older ncu): every row is data
+        data, units = rows[1:], [""] * len(header)
+    out = []
+    for row in data:
+        fields = dict(zip(header, row))
+        name = fields.get("Kernel Name", "")
+        base = _KERNEL_BASE.match(name)
+        metrics = {h: to_base_unit(parse_number(v), u) for h, u, v in zip(header, units, row) if "__" in h}
+        out.append({"id": fields.get("ID", ""), "kernel": base.group(1) if base else name, "name": name,
+                    "metrics": metrics})
+    return out
+
+
+def read_raw(path: str | Path) -> list[dict]:
+    """:func:`parse_raw` of a file ncu wrote with ``--log-file``."""
+    return parse_raw(Path(path).read_text(errors="replace"))
+
+
+def find_ncu() -> str | None:
+    """Nsight Compute's command line: $NCU, else ``ncu`` on PATH, else the CUDA toolkit's or a standalone
+    install's; None when there is none."""
+    candidates = [os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu",
+                  *sorted(str(p) for p in Path("/opt/nvidia/nsight-compute").glob("*/ncu"))[::-1]]
+    return next((c for c in candidates if c and Path(c).is_file()), None)

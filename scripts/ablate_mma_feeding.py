@@ -26,12 +26,28 @@ ROOT = Path(__file__).resolve().parent.parent
 ABLATE = ROOT / ".ablate"
 TAIL_SHAPES = ((257, 136, 64), (1000, 1000, 1024), (4096, 2048, 1024), (128, 128, 128))
 MODULES = {"04": "r04_mma_sync", "05": "r05_swizzle", "06": "r06_supertile", "07": "r07_tma"}
+ROW_MAJOR = (1, 64)          # super tiles one tile high and 64 wide: row-major launch order up to 8192
 PAIR = MmaTiles(bm=128, bn=128, bk=64, wm=64, wn=64, stages=3)     # 4 warps: two CTAs fit on an SM
+
+
+def unpadded_source() -> Path:
+    """Rung 04's current kernel with the 8 halves of padding removed (the "linear" layout of
+    sim.banks): still a correct GEMM, but every ldmatrix meets an 8-way bank conflict."""
+    from linear_variant_probe import LINEAR, PADDED
+
+    text = (ROOT / "hgemm_course" / "kernels" / "k04_mma_sync.cu").read_text()
+    for padded, linear in zip(PADDED, LINEAR):
+        assert padded in text, padded
+        text = text.replace(padded, linear)
+    ABLATE.mkdir(exist_ok=True)
+    path = ABLATE / "k04_mma_sync_unpadded.cu"
+    path.write_text(text)
+    return path
 
 
 def variants() -> list[dict]:
     """(label, rung, source file or None for the current kernel, launcher keyword arguments)."""
-    out = []
+    out = [{"label": "04 unpadded", "rung": "04", "source": unpadded_source(), "kwargs": {}}]
     for rung, stem in (("04", "k04_mma_sync"), ("05", "k05_swizzle"), ("06", "k06_supertile")):
         out += [{"label": f"{rung} before", "rung": rung, "source": ABLATE / f"{stem}_base.cu", "kwargs": {}},
                 {"label": f"{rung} now", "rung": rung, "source": None, "kwargs": {}},
@@ -39,6 +55,8 @@ def variants() -> list[dict]:
                  "kwargs": {}}]
     out += [{"label": "07 before", "rung": "07", "source": ABLATE / "k07_tma_base.cu", "kwargs": {}},
             {"label": "07 now", "rung": "07", "source": None, "kwargs": {}},
+            {"label": "06 now row-major", "rung": "06", "source": None, "kwargs": {"super_mn": ROW_MAJOR}},
+            {"label": "07 now row-major", "rung": "07", "source": None, "kwargs": {"super_mn": ROW_MAJOR}},
             {"label": "07 before 128x128 2CTA/SM", "rung": "07", "source": ABLATE / "k07_tma_base.cu",
              "kwargs": {"tiles": PAIR}},
             {"label": "07 now 128x128 2CTA/SM", "rung": "07", "source": None, "kwargs": {"tiles": PAIR}}]
@@ -81,6 +99,10 @@ def main() -> int:
     p.add_argument("--only", nargs="+", help="labels to run (default: all)")
     p.add_argument("--launch", help="launch this variant once after a warm-up (for ncu) and exit")
     p.add_argument("--size", type=int, default=8192)
+    p.add_argument("--verify-only", action="store_true",
+                   help="verify at the small tail shapes only, nothing timed (for compute-sanitizer)")
+    p.add_argument("--stress", type=int, default=0, metavar="N",
+                   help="verify N more times at 4096x2048x1024, the shape that caught a race before")
     args = p.parse_args()
     import cupy
 
@@ -97,6 +119,18 @@ def main() -> int:
         return 0
 
     chosen = [table[label] for label in args.only] if args.only else list(table.values())
+    if args.verify_only:
+        checks = [(v["label"], verify(launcher(v)[1], *shape)) for v in chosen for shape in TAIL_SHAPES[:2]]
+        for label, check in checks:
+            print(f"{label}: {check.summary()}")
+        return 0 if all(check.passed for _, check in checks) else 1
+    if args.stress:
+        for v in chosen:
+            launch = launcher(v)[1]
+            failed = [c.summary() for c in (verify(launch, 4096, 2048, 1024) for _ in range(args.stress)) if not c.passed]
+            print(f"{v['label']}: {args.stress - len(failed)} of {args.stress} verifications at 4096x2048x1024 passed"
+                  + (f"; first failure: {failed[0]}" if failed else ""))
+        return 0
     inputs = {n: [harness.random_inputs(n, n, n, xp=cupy)[:2] + (cupy.empty((n, n), cupy.float16),)
                   for _ in range(2 if n <= 4096 else 1)] for n in args.sizes}
 

@@ -24,16 +24,13 @@ Prints a short table last; exits 1 when a check disagrees or a configuration has
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
-import io
 import json
-import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hgemm_course import results
+from hgemm_course import ncu, results
 from hgemm_course.ladder import get, registry
 from hgemm_course.ladder.nvrtc_kernel import MmaTiles, cdiv
 from hgemm_course.sim import cta_order, ctas_per_sm, l2_model, main_loop_bank_conflicts
@@ -146,57 +143,7 @@ def plan(bank_size: int = BANK_SIZE, l2_size: int = L2_SIZE) -> list[Config]:
     return configs
 
 
-# ----------------------------------------------------------------------------- reading ncu's CSV
-
-_SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_SECONDS = {"nsecond": 1, "ns": 1, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
-_KERNEL_BASE = re.compile(r"(?:void\s+)?([A-Za-z_]\w*)")
-
-
-def _number(text: str) -> float | None:
-    text = text.strip().replace(",", "")
-    if text in ("", "n/a"):
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def to_base_unit(value: float | None, unit: str) -> float | None:
-    """Undo ncu's automatic scaling: bytes (and other counts) to units, times to nanoseconds."""
-    if value is None:
-        return None
-    if unit in _SECONDS:
-        return value * _SECONDS[unit]
-    if len(unit) > 1 and unit[0] in _SCALE and unit[1:] in ("byte", "sector", "inst", "cycle", "request", "warp"):
-        return value * _SCALE[unit[0]]
-    return value
-
-
-def parse_ncu_csv(text: str) -> list[dict]:
-    """Rows of ``ncu --csv --page raw``: a header row (fixed columns, then metric names), a row of
-    units, then one row per profiled kernel; ncu's own ``==PROF==`` lines and anything else that
-    is not CSV are skipped. Returns ``{'kernel', 'name', 'metrics': {metric: value}}`` per kernel,
-    values in base units (bytes, nanoseconds), None for ``n/a``."""
-    lines = [line for line in text.splitlines() if line.startswith('"')]
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        raise ValueError("no ncu raw CSV header (a row starting with \"ID\") in this output; "
-                         "was ncu run with --csv --page raw, and did it profile a kernel?")
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    header, units, data = rows[0], rows[1], rows[2:]
-    if units and units[0] != "":          # no units row (older ncu): every row is data
-        data, units = rows[1:], [""] * len(header)
-    out = []
-    for row in data:
-        fields = dict(zip(header, row))
-        name = fields.get("Kernel Name", "")
-        base = _KERNEL_BASE.match(name)
-        metrics = {h: to_base_unit(_number(v), u) for h, u, v in zip(header, units, row) if "__" in h}
-        out.append({"kernel": base.group(1) if base else name, "name": name, "metrics": metrics})
-    return out
-
+# ----------------------------------------------------------------------------- ncu's rows (read by hgemm_course.ncu)
 
 def _same_kernel(row: dict, kernel: str) -> bool:
     """ncu prints demangled names (``void k06_supertile<128, 256, ...>(const __half *, ...)``) unless told
@@ -209,7 +156,7 @@ def measured(ncu_dir: Path, config: Config) -> dict:
     """Every metric ncu gave for this configuration's kernel in ``<name>.csv`` ({} when there is none)."""
     path = ncu_dir / f"{config.name}.csv"
     try:
-        rows = parse_ncu_csv(path.read_text(errors="replace"))
+        rows = ncu.read_raw(path)
     except (OSError, ValueError):
         return {}
     row = next((r for r in rows if _same_kernel(r, config.kernel)), None)

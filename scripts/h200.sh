@@ -2,7 +2,9 @@
 # The course's run on the H200, from the repository root, through the device tool:
 #   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
 # Steps (STEPS env, default all): doctor, ceilings, gpu tests, tour (the main job: every rung verified
-# and timed at SIZES, with its plot), bench (RUNGS at SIZES), notebooks.
+# and timed at SIZES, with its plot), bench (RUNGS at SIZES), profiles (ncu on every tensor-core rung at
+# PROFILE_SIZE, and rung 06 in row-major order), ablate (scripts/ablate_mma_feeding.py), limits (chapter
+# 08's experiments), sanitize (compute-sanitizer on rungs 03-07 and rung 07's 2-CTA/SM tiles), notebooks.
 # Everything it writes goes under $OUT; results/*.json from the bench come back to commit.
 set -uo pipefail
 OUT=${OUT:-$PWD/.device_out}
@@ -43,6 +45,31 @@ if step bench; then
   # shellcheck disable=SC2086
   hg bench $RUNGS --sizes $SIZES --out-dir "$OUT" 2>&1 | tee "$OUT/bench.txt"
   status=$((status | PIPESTATUS[0]))
+fi
+if step profiles; then
+  for r in ${PROFILE_RUNGS:-03 04 05 06 07 09 10 11}; do
+    hg profile "$r" --size "${PROFILE_SIZE:-8192}" --out-dir "$OUT/profiles" 2>&1 | tee -a "$OUT/profiles.txt"
+    status=$((status | PIPESTATUS[0]))
+  done
+  hg profile 06 --size "${PROFILE_SIZE:-8192}" --super 1 64 --out-dir "$OUT/profiles" 2>&1 | tee -a "$OUT/profiles.txt"
+fi
+if step ablate; then
+  python3 scripts/ablate_mma_feeding.py --out "$OUT" 2>&1 | tee "$OUT/ablate.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
+if step limits; then
+  hg limits --out-dir "$OUT" 2>&1 | tee "$OUT/limits.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
+if step sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/tune_mma_ladder.py --sanitize \
+      > "$OUT/sanitize_$tool.txt" 2>&1
+    status=$((status | $?)); tail -1 "$OUT/sanitize_$tool.txt"
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/ablate_mma_feeding.py --verify-only \
+      --only "07 now 128x128 2CTA/SM" > "$OUT/sanitize_${tool}_07_2cta.txt" 2>&1
+    status=$((status | $?)); tail -1 "$OUT/sanitize_${tool}_07_2cta.txt"
+  done
 fi
 if step notebooks; then
   touch "$OUT/.before_notebooks"

@@ -29,9 +29,6 @@ each ``cold`` (ncu flushes the caches before every launch: the line comes from D
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from hgemm_course.ncu import find_ncu, parse_raw
 
 KERNEL_NAME = "ldgsts_probe"
 METRICS = (
@@ -244,18 +243,8 @@ def run(deadline_s: float) -> int:
     return 0
 
 
-def ncu_path() -> str:
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for candidate in sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu")) + [Path("/usr/local/cuda/bin/ncu")]:
-        if candidate.is_file():
-            return str(candidate)
-    return "ncu"
-
-
 def ncu_command(csv_path: Path, deadline_s: float, metrics=METRICS) -> list[str]:
-    return [ncu_path(), "--clock-control", "none", "--cache-control", "all", "--csv", "--page", "raw",
+    return [find_ncu() or "ncu", "--clock-control", "none", "--cache-control", "all", "--csv", "--page", "raw",
             "--print-units", "base", "--metrics", ",".join(metrics), "-k", f"regex:{KERNEL_NAME}",
             "--log-file", str(csv_path), sys.executable, str(Path(__file__).resolve()), "--run",
             "--deadline", str(deadline_s)]
@@ -266,7 +255,7 @@ def profile(folder: Path, deadline_s: float) -> int:
     csv_path = folder / "ldgsts.csv"
     prov = []
     for args in (["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
-                 [ncu_path(), "--version"]):
+                 [find_ncu() or "ncu", "--version"]):
         try:
             prov.append(subprocess.run(args, capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[-1])
         except (OSError, subprocess.SubprocessError, IndexError) as error:
@@ -294,27 +283,9 @@ def profile(folder: Path, deadline_s: float) -> int:
 
 
 def read_rows(text: str) -> list[dict]:
-    """Rows of ``ncu --csv --page raw`` (header, units, data), metric values as floats (None for n/a)."""
-    lines = [line for line in text.splitlines() if line.startswith('"')]
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        raise ValueError("no ncu raw CSV header (a row starting with \"ID\")")
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    header, data = rows[0], rows[1:]
-    if data and data[0] and data[0][0] == "":
-        data = data[1:]                    # the units row
-    out = []
-    for row in data:
-        fields = dict(zip(header, row))
-        values = {}
-        for metric in METRICS:
-            text_value = fields.get(metric, "").replace(",", "").strip()
-            try:
-                values[metric] = float(text_value)
-            except ValueError:
-                values[metric] = None
-        out.append({"name": fields.get("Kernel Name", ""), "id": fields.get("ID", ""), **values})
-    return out
+    """The kernel rows of ``ncu --csv --page raw`` (:func:`hgemm_course.ncu.parse_raw`), this probe's
+    counters at the top level (None for n/a)."""
+    return [{"name": r["name"], "id": r["id"], **{m: r["metrics"].get(m) for m in METRICS}} for r in parse_raw(text)]
 
 
 def segments_per_phase(config: Config, segment=128, phase=8) -> int:

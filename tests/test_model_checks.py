@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hgemm_course import ncu
 from hgemm_course.ladder import r03_wmma, r05_swizzle, r06_supertile
 from hgemm_course.paths import REPO_ROOT
 from hgemm_course.sim import cta_order, ctas_per_sm, l2_model, main_loop_bank_conflicts
@@ -47,10 +48,10 @@ RAW_CSV = "\n".join([
 ])
 
 
-# ----------------------------------------------------------------------------- parsing ncu's CSV
+# ----------------------------------------------------------------------------- ncu's CSV, as compare_models reads it
 
 def test_raw_csv_rows_come_back_in_base_units():
-    swizzle, other = cm.parse_ncu_csv(RAW_CSV)
+    swizzle, other = ncu.parse_raw(RAW_CSV)
     assert swizzle["kernel"] == "k05_swizzle" and other["kernel"] == "cupy_multiply"
     m = swizzle["metrics"]
     assert m["dram__bytes_read.sum"] == pytest.approx(2151.68e6)
@@ -62,21 +63,8 @@ def test_raw_csv_rows_come_back_in_base_units():
     assert "Kernel Name" not in m                                         # only metric columns
 
 
-def test_csv_without_a_header_says_what_is_wrong():
-    with pytest.raises(ValueError, match="--csv --page raw"):
-        cm.parse_ncu_csv("==ERROR== Failed to find metric foo__bar.sum\n")
-
-
-@pytest.mark.parametrize("value, unit, base", [
-    (2.5, "Gbyte", 2.5e9), (3.0, "Kbyte", 3e3), (7.0, "byte", 7.0), (2.0, "usecond", 2e3), (1.5, "msecond", 1.5e6),
-    (40.0, "nsecond", 40.0), (81.0, "%", 81.0), (5.0, "Ksector", 5e3), (None, "byte", None),
-])
-def test_units_scale_to_bytes_and_nanoseconds(value, unit, base):
-    assert cm.to_base_unit(value, unit) == (pytest.approx(base) if base else base)
-
-
 def test_a_row_matches_its_instantiation_or_its_base_name():
-    row = cm.parse_ncu_csv(RAW_CSV)[0]
+    row = ncu.parse_raw(RAW_CSV)[0]
     assert cm._same_kernel(row, "k05_swizzle<256,128,64,64,64,4>")
     assert not cm._same_kernel(row, "k05_swizzle<128,256,64,64,64,4>")
     assert cm._same_kernel({"name": "k05_swizzle", "kernel": "k05_swizzle"}, "k05_swizzle<128,256,64,64,64,4>")

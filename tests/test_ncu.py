@@ -1,5 +1,6 @@
-"""hgemm_course.ncu reads Nsight Compute's CSV details page: the recorded H200 profiles of rung 11 and of
-cuBLAS's own kernel give the figures chapter 11 and README quote (cycles = duration x SM clock)."""
+"""hgemm_course.ncu reads Nsight Compute's CSV details page (the recorded H200 profiles of rung 11 and of
+cuBLAS's own kernel give the figures chapter 11 and README quote, cycles = duration x SM clock) and its raw
+page (one row per kernel, metric names as columns), in base units."""
 from __future__ import annotations
 
 import pytest
@@ -55,3 +56,86 @@ def test_refuses_a_csv_without_a_kernel(tmp_path):
                    '"k1","Duration","ns","1"\n"k2","Duration","ns","2"\n')
     with pytest.raises(ValueError, match="2 kernels profiled"):
         ncu.read_details(two)
+
+
+# ----------------------------------------------------------------------------- --page raw
+
+# What `ncu --csv --page raw --log-file` writes: ncu's own lines, a header row (fixed columns, then metric
+# names), a units row, one row per kernel; thousands separators; ncu's automatic units where it scaled.
+RAW = "\n".join([
+    "==WARNING== Note: Running with unmodified GPU clocks.",
+    "==PROF== Connected to process 1187 (/usr/bin/python3.12)",
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC","dram__bytes_read.sum","gpu__time_duration.sum","launch__registers_per_thread",'
+    '"launch__cluster_scheduling_policy","sm__cycles_elapsed.avg.per_second","smsp__inst_executed_op_ldsm.sum"',
+    '"","","","","","","","","","","","Mbyte","usecond","register/thread","","cycle/nsecond","inst"',
+    '"0","1187","python3.12","127.0.0.1","void k05_swizzle<256, 128, 64, 64, 64, 4>(const __half *, '
+    'const __half *, __half *, int, int, int)","1","7","(256, 1, 1)","(16, 8, 1)","0","9.0",'
+    '"1,234.5","2,169.53","228","PolicySpread","1.59","1,048,576"',
+    '"1","1187","python3.12","127.0.0.1","cupy_multiply","1","7","(128, 1, 1)","(32, 1, 1)","0","9.0",'
+    '"n/a","3.2","16","PolicySpread","1.59","0"',
+    "==PROF== Disconnected from process 1187",
+])
+
+
+def test_raw_page_gives_one_row_per_kernel_in_base_units():
+    swizzle, other = ncu.parse_raw(RAW)
+    assert swizzle["id"] == "0" and swizzle["kernel"] == "k05_swizzle"
+    assert swizzle["name"].startswith("void k05_swizzle<256, 128, 64, 64, 64, 4>(")
+    m = swizzle["metrics"]
+    assert m["dram__bytes_read.sum"] == pytest.approx(1234.5e6)              # Mbyte -> bytes
+    assert m["gpu__time_duration.sum"] == pytest.approx(2169530.0)           # usecond -> ns
+    assert m["sm__cycles_elapsed.avg.per_second"] == pytest.approx(1.59e9)   # cycle/nsecond -> per second
+    assert m["smsp__inst_executed_op_ldsm.sum"] == 1048576                   # thousands separators
+    assert m["launch__registers_per_thread"] == 228 and m["launch__cluster_scheduling_policy"] is None
+    assert "Kernel Name" not in m and "Block Size" not in m                 # metric columns only
+    assert other["kernel"] == "cupy_multiply" and other["metrics"]["dram__bytes_read.sum"] is None
+
+
+def test_raw_page_from_a_file(tmp_path):
+    path = tmp_path / "raw.csv"
+    path.write_text(RAW)
+    assert [r["kernel"] for r in ncu.read_raw(path)] == ["k05_swizzle", "cupy_multiply"]
+
+
+def test_raw_page_without_a_kernel_says_what_ncu_said():
+    with pytest.raises(ValueError, match="--csv --page raw.*ncu said: ==ERROR== Failed to find metric foo__bar.sum"):
+        ncu.parse_raw("==PROF== Connected to process 1\n==ERROR== Failed to find metric foo__bar.sum\n")
+
+
+@pytest.mark.parametrize("value, unit, base", [
+    (2.5, "Gbyte", 2.5e9), (3.0, "Kbyte", 3e3), (7.0, "byte", 7.0), (2.0, "usecond", 2e3), (1.5, "msecond", 1.5e6),
+    (40.0, "nsecond", 40.0), (40.0, "ns", 40.0), (81.0, "%", 81.0), (5.0, "Ksector", 5e3), (None, "byte", None),
+    (1.5, "Ghz", 1.5e9), (1.59, "cycle/nsecond", 1.59e9), (1.59e9, "cycle/second", 1.59e9), (4.0, "Tbyte/s", 4e12),
+    (2.0, "Kbyte/block", 2e3), (228.0, "register/thread", 228.0), (1.5, "inst/cycle", 1.5),
+])
+def test_units_scale_to_base_units(value, unit, base):
+    assert ncu.to_base_unit(value, unit) == (pytest.approx(base) if base else base)
+
+
+@pytest.mark.parametrize("text, number", [("16,825,856", 16825856.0), ("80.15", 80.15), ("n/a", None), ("", None),
+                                          ("PolicySpread", None)])
+def test_numbers_as_ncu_prints_them(text, number):
+    assert ncu.parse_number(text) == number
+
+
+def test_ncu_is_found_through_the_environment_first(tmp_path, monkeypatch):
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("NCU", str(fake))
+    assert ncu.find_ncu() == str(fake)
+    monkeypatch.setenv("NCU", str(tmp_path / "missing"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    found = ncu.find_ncu()                          # None, unless a toolkit's ncu is installed here
+    assert found is None or found == "/usr/local/cuda/bin/ncu" or found.startswith("/opt/nvidia/nsight-compute/")
+
+
+def test_recorded_h200_raw_page_of_the_linear_layout():
+    """Rung 04 without padding on the H200: every ldmatrix.x4 costs 32 wavefronts (8-way conflicts on each of
+    its 4 matrices), and the launch statistics come on the raw page without being asked for."""
+    (row,) = ncu.read_raw(results_dir() / "ncu" / "linear_probe_h200_20261129T1822.csv")
+    m = row["metrics"]
+    assert row["kernel"] == "k04_linear"
+    wavefronts = m["sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"]
+    assert wavefronts == 32 * m["smsp__sass_inst_executed_op_ldsm.sum"]
+    assert m["launch__grid_size"] == 128 and m["launch__block_size"] == 256 and m["launch__registers_per_thread"] == 223

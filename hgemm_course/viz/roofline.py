@@ -1,12 +1,17 @@
-"""The roofline of the measuring GPU: fp16 tensor-core ceiling, memory ceiling, and the ladder on it."""
+"""The roofline of the measuring GPU: the ceiling chain (FP32 cores -> mma.sync -> cuBLAS -> datasheet), the
+memory roof, and the ladder on them."""
 from __future__ import annotations
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 
 def roofline_data(*, ceilings=None, records=None):
-    """Ceilings (``hgemm_course.roofline.recorded_ceilings``) and each recorded square run's (intensity, TFLOP/s)."""
+    """Ceilings (``hgemm_course.roofline.recorded_ceilings``), their compute roofs lowest first
+    (``hgemm_course.ceilings.roofs``: those an older record lacks are left out), and each recorded
+    square run's (intensity, TFLOP/s)."""
+    from ..ceilings import roofs
     from ..results import load_records
     from ..roofline import gemm_floor, recorded_ceilings
 
@@ -22,7 +27,8 @@ def roofline_data(*, ceilings=None, records=None):
                        "tflops": r["tflops"]})
     ridge = ceilings["cublas_tflops"] * 1e12 / (ceilings["bandwidth_gbs"] * 1e9)
     return {"peak_tflops": ceilings["cublas_tflops"], "bandwidth_gbs": ceilings["bandwidth_gbs"],
-            "ridge": ridge, "points": points, "gpu": ceilings["gpu"], "date": ceilings["date"]}
+            "ridge": ridge, "roofs": roofs(ceilings), "points": points, "gpu": ceilings["gpu"],
+            "date": ceilings["date"]}
 
 
 def roofline_figure(*, ceilings=None, records=None) -> Figure:
@@ -30,8 +36,15 @@ def roofline_figure(*, ceilings=None, records=None) -> Figure:
     fig = Figure(figsize=(8, 5), layout="constrained")
     ax = fig.subplots()
     x = np.logspace(0, 4, 200)
-    roof = np.minimum(data["peak_tflops"], x * data["bandwidth_gbs"] / 1e3)
-    ax.loglog(x, roof, color="black", lw=2, label="roof: min(cuBLAS fp16, intensity x copy bandwidth)")
+    memory = x * data["bandwidth_gbs"] / 1e3
+    top = max(roof["tflops"] for roof in data["roofs"])
+    ax.loglog(x, np.minimum(top, memory), color="grey", lw=0.8,
+              label=f"memory: {data['bandwidth_gbs']:.0f} GB/s copy bandwidth")
+    for i, roof in enumerate(data["roofs"]):
+        cublas = roof["name"] == "cuBLAS fp16"
+        label = f"{roof['name']}: {roof['tflops']:.0f} TFLOP/s" + ("" if roof["measured"] else ", not measured")
+        ax.loglog(x, np.minimum(roof["tflops"], memory), color="black" if cublas else colormaps["Dark2"](i),
+                  lw=2 if cublas else 1.2, ls="-" if roof["measured"] else "--", label=label)
     ax.axvline(data["ridge"], color="grey", ls=":", label=f"ridge {data['ridge']:.0f} flop/byte")
     for rung in sorted({p["rung"] for p in data["points"]}):
         pts = [p for p in data["points"] if p["rung"] == rung]
