@@ -68,13 +68,13 @@ def test_agrees_with_slow_twin(warps, tile, feed):
 
 
 def test_fitted_settings_reproduce_the_measurements_they_came_from():
-    """The three H200 figures the undocumented settings were fitted to (TFLOP/s, at 1.98 GHz)."""
-    for warps, tile, feed, measured, bound in [(16, (64, 32), "registers", 569, "mma_sync"),
-                                               (8, (64, 64), "registers", 535, "dependent_issue"),
-                                               (8, (64, 64), "ldmatrix", 535, "dependent_issue"),
-                                               (16, (64, 32), "ldmatrix", 490, "shared_memory")]:
-        model = mma_sync_bound(warps, tile, feed)
-        assert model["bound"] == bound and model["bound_tflops"] == pytest.approx(measured, rel=0.01)
+    """H200 figures the undocumented settings were fitted to (TFLOP/s at the SM clock measured,
+    results/ceilings_nvidia-h200_20261201T053747.json)."""
+    for warps, tile, feed, measured, clock, bound in [(8, (64, 64), "registers", 651.3, 1.81, "mma_sync"),
+                                                      (4, (64, 64), "registers", 584.2, 1.80, "dependent_issue"),
+                                                      (16, (64, 32), "ldmatrix", 561.5, 1.74, "shared_memory")]:
+        model = mma_sync_bound(warps, tile, feed, clock_ghz=clock)
+        assert model["bound"] == bound and model["bound_tflops"] == pytest.approx(measured, rel=0.04)
 
 
 def test_tensor_pipe_is_the_datasheet_at_its_clock():
@@ -123,15 +123,18 @@ def test_compare_with_measured_uses_the_measured_clock():
     records = [{"warps_per_sm": 8, "warp_tile": [64, 64], "feed": "ldmatrix", "tflops": 500.0, "clock_ghz": 1.85},
                {"warps_per_sm": 16, "warp_tile": [64, 32], "feed": "registers", "tflops": 569.0}]
     first, second = compare_with_measured(records)
-    assert first["clock_ghz"] == 1.85 and first["bound"] == "dependent_issue"
-    assert first["model_tflops"] == pytest.approx(535.3 * 1.85 / 1.98, rel=1e-3)
+    at_185 = mma_sync_bound(8, (64, 64), "ldmatrix", clock_ghz=1.85)
+    assert first["clock_ghz"] == 1.85 and first["bound"] == at_185["bound"]
+    assert first["model_tflops"] == pytest.approx(at_185["bound_tflops"], rel=1e-9)
+    assert first["model_tflops"] == pytest.approx(mma_sync_bound(8, (64, 64), "ldmatrix")["bound_tflops"] * 1.85 / 1.98)
     assert first["model_over_measured"] == pytest.approx(first["model_tflops"] / 500.0)
-    assert second["clock_ghz"] == 1.98 and second["model_over_measured"] == pytest.approx(1.0, abs=0.01)
+    assert second["clock_ghz"] == 1.98
+    assert second["model_tflops"] == pytest.approx(mma_sync_bound(16, (64, 32), "registers")["bound_tflops"])
 
 
 def test_model_beside_the_recorded_h200_measurement():
     """Once `hgemm-course ceilings` has recorded the mma.sync bounds: model and measurement side by side.
-    The fitted configurations must agree within 5%; the others are predictions, shown with their ratio."""
+    Every configuration but the one whose ldmatrix latency is exposed agrees within 5%."""
     from hgemm_course.roofline import recorded_ceilings
 
     recorded = recorded_ceilings() or {}
@@ -142,7 +145,7 @@ def test_model_beside_the_recorded_h200_measurement():
     for r in rows:
         print(f"{r['warps_per_sm']:>5} {r['warp_tile'][0]}x{r['warp_tile'][1]:<3} {r['feed']:>9} "
               f"{r['measured_tflops']:9.1f} {r['model_tflops']:7.1f} {r['model_over_measured']:6.2f}  {r['bound']}")
-    fitted = {(16, (64, 32), "registers"), (8, (64, 64), "registers"), (16, (64, 32), "ldmatrix")}
+    exposed_latency = (4, (64, 64), "ldmatrix")      # one warp per sub-partition: see sim/issue.py
     for r in rows:
-        if (r["warps_per_sm"], tuple(r["warp_tile"]), r["feed"]) in fitted:
+        if (r["warps_per_sm"], tuple(r["warp_tile"]), r["feed"]) != exposed_latency:
             assert r["model_over_measured"] == pytest.approx(1.0, abs=0.05), r

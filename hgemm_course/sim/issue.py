@@ -26,16 +26,17 @@ The settings (:data:`ISSUE_H200`):
   Divided by the 1.98 GHz boost clock instead, 989.4 would give 3786 flop/clk, not a whole
   number of FMAs per cycle.
 - ``mma_cycles``, ``mma_warp_interval``, ``ldmatrix_bytes_per_clk`` are not documented. Their
-  defaults are fitted, at 1.98 GHz, to the three figures measured on the H200 before this model
-  existed: 16 warps of 64x32 fed from registers, 569 TFLOP/s -> ``mma_cycles`` = 7.5 (a
-  sub-partition sustains one mma.sync per 7.5 cycles, about half its tensor pipe's rate; wgmma,
-  which cuBLAS uses, gets more); 8 warps of 64x64, 535 with either feed ->
-  ``mma_warp_interval`` = 16 (a warp issues its next mma.sync, even an independent one, 16
-  cycles after its last: 2 warps per sub-partition leave the pipe idle 6% of the time, 1 warp
-  about half of it); 16 warps of 64x32 fed
-  by ldmatrix, 490 -> ``ldmatrix_bytes_per_clk`` = 88 (of the nominal 128: 32 banks x 4 bytes).
-  Three numbers fitted to three measurements: every other configuration is a prediction,
-  which :func:`compare_with_measured` sets beside the newest ``hgemm-course ceilings`` record.
+  defaults are fitted (least worst-case error) to the mma.sync bounds `hgemm-course ceilings`
+  measured on the H200 (results/ceilings_nvidia-h200_20261201T053747.json), each at the SM clock
+  that run measured: ``mma_cycles`` = 6.2 (a sub-partition sustains one mma.sync per 6.2 cycles,
+  about two thirds of its tensor pipe's rate: 8 warps of 64x64 and 16 of 64x32 both read about
+  650 TFLOP/s from registers; wgmma, which cuBLAS uses, gets more); ``mma_warp_interval`` = 6.5
+  (one warp alone on its sub-partition issues an mma.sync every 6.5 cycles: 4 warps of 64x64
+  read 584); ``ldmatrix_bytes_per_clk`` = 112 (of the nominal 128: 32 banks x 4 bytes; 16 warps
+  of 64x32 fed by ldmatrix read 561 where registers give 648). With these, seven of the eight
+  measured configurations agree within 3%. The model misses one: 4 warps of 64x64 fed by
+  ldmatrix measured 511 where it predicts 603, since with one warp per sub-partition the
+  latency of each ldmatrix is exposed, and the model counts throughput, not latency.
 - ``other_per_k_step`` = 4: address arithmetic and loop bookkeeping, from the PTX of
   kernels/ceilings.cu. Issue binds none of the course's tiles.
 """
@@ -53,10 +54,10 @@ ISSUE_H200 = {
     "sm_count": 132,
     "schedulers": 4,                 # sub-partitions per SM, one scheduler and tensor pipe each
     "tensor_flops_per_clk": 4096,    # per SM, dense fp16 with fp32 accumulation
-    "mma_cycles": 7.5,               # fitted: sub-partition cycles per mma.sync
-    "mma_warp_interval": 16.0,       # fitted: cycles between one warp's mma.sync
+    "mma_cycles": 6.2,               # fitted: sub-partition cycles per mma.sync
+    "mma_warp_interval": 6.5,        # fitted: cycles between one warp's mma.sync
     "other_per_k_step": 4,           # address and loop instructions per warp and k-step
-    "ldmatrix_bytes_per_clk": 88.0,  # fitted: shared-memory bytes per SM cycle beside mma.sync
+    "ldmatrix_bytes_per_clk": 112.0, # fitted: shared-memory bytes per SM cycle beside mma.sync
 }
 
 
