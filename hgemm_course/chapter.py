@@ -5,6 +5,9 @@ labelled with their file and date, never presented as if they had just run.
 """
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+
 from .device import has_gpu
 from .harness import bench, format_table, verify
 from .ladder import get
@@ -85,7 +88,6 @@ def show_tuning(rung: str, *, also: tuple[str, ...] = (), folder=None) -> list[d
     measured it (``results/tuning/*.json``), with cuBLAS from the same process, labelled as recorded
     during tuning with file and date; returns the rows printed (cuBLAS excluded)."""
     import json
-    from pathlib import Path
 
     from .paths import results_dir
 
@@ -122,3 +124,96 @@ def show_tuning(rung: str, *, also: tuple[str, ...] = (), folder=None) -> list[d
     if sass:
         print(f"SASS of rung {rung}'s default: " + ", ".join(f"{op} {count}" for op, count in sass.items()))
     return rows
+
+
+# the roofs of the ceiling chain, lowest first: (key of the returned dict, label, where it is recorded)
+_CHAIN = (("fp32", "FP32 CUDA cores", "fp32_tflops"),
+          ("mma_sync_bound", "mma.sync bound, {warps} warps/SM of {wm}x{wn}, ldmatrix",
+           "mma_sync_bound ({warps} warps of {wm}x{wn} fed by ldmatrix)"),
+          ("mma_sync_peak", "mma.sync register peak", "mma_sync_tflops"),
+          ("cublas", "cuBLAS, timed in the rung's run", "the bench record"),
+          ("datasheet", "datasheet fp16 dense", "datasheet_fp16_tflops"))
+
+
+def _mma_sync_bound(ceilings: dict, warps: int, warp_tile: tuple[int, int]) -> float | None:
+    """The recorded mma.sync loop of ``warps`` warps per SM with ``warp_tile`` tiles fed by ldmatrix, or None."""
+    for r in ceilings.get("mma_sync_bound") or ():
+        if r["warps_per_sm"] == warps and tuple(r["warp_tile"]) == tuple(warp_tile) and r["feed"] == "ldmatrix":
+            return r["tflops"]
+    return None
+
+
+def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
+    """Print where ``rung`` stands on the ceiling chain at ``size``^3, from recorded figures only.
+
+    The rung's newest bench record at size^3 (``results.load_records``) as TFLOP/s and as a percentage
+    of each roof: the FP32 CUDA-core peak, the mma.sync loop bound at the rung's warps and warp tile
+    (fed by ldmatrix), the mma.sync register peak, cuBLAS timed in the same run as the rung, and the
+    datasheet. Rungs 09 and up run wgmma, so only cuBLAS and the datasheet are their roofs. The roofs
+    come from the newest ``hgemm-course ceilings`` record; a roof that record lacks is skipped with a
+    note. Then the rung's recorded profile (``hgemm_course.profile``; under ``folder``/profiles), if one
+    exists. ``folder``: where the results live (default results/). Returns the numbers printed.
+    """
+    from .roofline import recorded_ceilings
+
+    out: dict = {"rung": rung, "size": size, "tflops": None, "roofs": {}, "skipped": [], "profile": None}
+    rows = [r for r in load_records(folder) if r["rung"] == rung and r["M"] == r["N"] == r["K"] == size]
+    if not rows:
+        print(f"No recorded bench of rung {rung} at {size}^3 yet: `hgemm-course bench {rung} --sizes {size}` "
+              "on a GPU records one.")
+    else:
+        row = rows[0]
+        out.update(tflops=row["tflops"], file=row["file"], date=row["date"], gpu=row["gpu"])
+        print(f"RECORDED on the {row['gpu']} ({row['file']}, {row['date'][:10]}): rung {rung} at {size}^3 runs "
+              f"{row['tflops']:.1f} TFLOP/s")
+
+        ceilings = recorded_ceilings(folder) or {}
+        wgmma = rung[:2].isdigit() and int(rung[:2]) >= 9
+        extra = get(rung).extra                # rungs 03-07: one CTA of 8 warps of 64x64 per SM
+        tiles = extra.get("tiles", {})
+        warps, wm, wn = extra.get("threads", 256) // 32, tiles.get("wm", 64), tiles.get("wn", 64)
+        values = {"fp32": ceilings.get("fp32_tflops"),
+                  "mma_sync_bound": _mma_sync_bound(ceilings, warps, (wm, wn)),
+                  "mma_sync_peak": ceilings.get("mma_sync_tflops"),
+                  "cublas": row["cublas_tflops"],
+                  "datasheet": ceilings.get("datasheet_fp16_tflops")}
+        if ceilings:
+            print(f"RECORDED ceilings on the {ceilings['gpu']} ({ceilings['file']}, {ceilings['date'][:10]}); "
+                  "cuBLAS from the rung's own run:")
+        else:
+            print("No recorded ceilings yet (`hgemm-course ceilings` on a GPU records them); cuBLAS from the "
+                  "rung's own run:")
+        print(f"  {'roof':<48}{'TFLOP/s':>9}{'rung ' + rung + ' is':>14}")
+        peak = ceilings.get("mma_sync_peak") or {}
+        for key, label, recorded_as in _CHAIN:
+            if wgmma and key not in ("cublas", "datasheet"):
+                continue
+            label = label.format(warps=warps, wm=wm, wn=wn)
+            if key == "mma_sync_peak" and peak:
+                label += f", {peak['warps_per_sm']} warps of {peak['warp_tile'][0]}x{peak['warp_tile'][1]}"
+            if values[key] is None:
+                out["skipped"].append(recorded_as.format(warps=warps, wm=wm, wn=wn))
+                continue
+            pct = 100.0 * row["tflops"] / values[key]
+            out["roofs"][key] = {"label": label, "tflops": values[key], "pct": pct}
+            print(f"  {label:<48}{values[key]:>9.1f}{pct:>13.1f}%")
+        if out["skipped"]:
+            print(f"  skipped, not in the ceilings record: {', '.join(out['skipped'])}; `hgemm-course ceilings` "
+                  "on a GPU records them")
+        if "cublas" in out["roofs"] and len(out["roofs"]) > 1:
+            print("  only the cuBLAS ratio is from the same run: the H200's clock drifts between runs")
+
+    try:
+        profile = importlib.import_module(f"{__package__}.profile")     # written separately; may be absent
+        record = profile.recorded_profile(rung, M=size, folder=None if folder is None else Path(folder) / "profiles")
+    except (ImportError, AttributeError):
+        record = None
+    if record is None:
+        print(f"No recorded profile of rung {rung} at {size}^3 yet: `hgemm-course profile {rung} --size {size}` "
+              "on a GPU records one.")
+    else:
+        out["profile"] = record
+        text = profile.describe(record)
+        if text:
+            print(text)
+    return out

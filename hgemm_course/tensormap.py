@@ -84,7 +84,7 @@ def check(m: TileMap2D, *, box_fills_swizzle_span: bool = True) -> None:
             f"this (the CUDA documentation only asks for a multiple of 16 bytes, at most {m.swizzle}), so it is "
             f"legal, but it is wrong for this course's kernels: they read each box as rows of exactly "
             f"{m.swizzle} bytes, chunk c at c ^ (row % 8), and TMA would pack {m.box_inner_bytes}-byte rows "
-            f"instead. This is the seed's BK=32 failure (a 64-byte box under 128B swizzle crashed on an RTX "
+            f"instead. This is the RTX 5080 HGEMM post's BK=32 failure (a 64-byte box under 128B swizzle crashed on an RTX "
             f"5080). Use box_cols={m.swizzle // FP16_BYTES}, or a {m.box_inner_bytes}-byte swizzle mode.")
 
 

@@ -1,3 +1,5 @@
+import pytest
+
 from hgemm_course import chapter
 
 
@@ -57,3 +59,71 @@ def test_show_tuning_of_rung_09_is_labelled_with_its_file(capsys):
     assert out.startswith("RECORDED during tuning on the NVIDIA H200 (") and ".json, " in out.splitlines()[0]
     assert chapter.show_tuning("99") == []
     assert "No recorded tuning run of rung 99 yet" in capsys.readouterr().out
+
+
+def _write_run(folder, kind, date, records):
+    import json
+    (folder / f"{kind}_nvidia-h200_{date.replace('-', '').replace(':', '')[:15]}.json").write_text(
+        json.dumps({"provenance": {"date": date, "gpu": "NVIDIA H200"}, "records": records}))
+
+
+def _ceilings_folder(tmp_path, **ceilings):
+    _write_run(tmp_path, "bench", "2026-11-29T10:00:00+00:00",
+               [{"rung": "05", "M": 8192, "N": 8192, "K": 8192, "tflops": 350.0, "cublas_tflops": 700.0,
+                 "pct_cublas": 50.0},
+                {"rung": "09", "M": 8192, "N": 8192, "K": 8192, "tflops": 630.0, "cublas_tflops": 700.0,
+                 "pct_cublas": 90.0}])
+    _write_run(tmp_path, "ceilings", "2026-11-29T09:00:00+00:00", [{"cublas_tflops": 755.0, **ceilings}])
+    return tmp_path
+
+
+@pytest.fixture
+def no_profile_module(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "hgemm_course.profile", None)     # as if profile.py did not exist
+
+
+def test_place_on_ceilings_gives_the_rung_as_a_share_of_every_roof(tmp_path, capsys, no_profile_module):
+    bound = [{"warps_per_sm": 8, "warp_tile": [64, 64], "feed": "registers", "tflops": 540.0},
+             {"warps_per_sm": 8, "warp_tile": [64, 64], "feed": "ldmatrix", "tflops": 500.0},
+             {"warps_per_sm": 16, "warp_tile": [64, 32], "feed": "ldmatrix", "tflops": 490.0}]
+    folder = _ceilings_folder(tmp_path, fp32_tflops=70.0, mma_sync_bound=bound, mma_sync_tflops=600.0,
+                              mma_sync_peak={"warps_per_sm": 16, "warp_tile": [64, 32]}, datasheet_fp16_tflops=1000.0)
+    placed = chapter.place_on_ceilings("05", folder=folder)
+    out = capsys.readouterr().out
+    assert placed["tflops"] == 350.0 and placed["skipped"] == []
+    assert {k: round(v["pct"], 1) for k, v in placed["roofs"].items()} == {
+        "fp32": 500.0, "mma_sync_bound": 70.0, "mma_sync_peak": 58.3, "cublas": 50.0, "datasheet": 35.0}
+    assert out.startswith("RECORDED on the NVIDIA H200 (bench_nvidia-h200_20261129T100000.json, 2026-11-29)")
+    assert "RECORDED ceilings on the NVIDIA H200 (ceilings_nvidia-h200_20261129T090000.json, 2026-11-29)" in out
+    assert "8 warps/SM of 64x64, ldmatrix" in out and "70.0%" in out
+    assert "mma.sync register peak, 16 warps of 64x32" in out
+    assert "No recorded profile of rung 05 at 8192^3 yet: `hgemm-course profile 05 --size 8192`" in out
+
+    placed = chapter.place_on_ceilings("09", folder=folder)       # wgmma: cuBLAS and the datasheet only
+    assert set(placed["roofs"]) == {"cublas", "datasheet"} and round(placed["roofs"]["cublas"]["pct"], 1) == 90.0
+
+
+def test_place_on_ceilings_skips_the_roofs_an_older_record_lacks(tmp_path, capsys, no_profile_module):
+    placed = chapter.place_on_ceilings("05", folder=_ceilings_folder(tmp_path))
+    out = capsys.readouterr().out
+    assert set(placed["roofs"]) == {"cublas"}
+    assert placed["skipped"] == ["fp32_tflops", "mma_sync_bound (8 warps of 64x64 fed by ldmatrix)", "mma_sync_tflops",
+                                 "datasheet_fp16_tflops"]
+    assert "skipped, not in the ceilings record" in out
+    assert chapter.place_on_ceilings("07", folder=tmp_path)["tflops"] is None
+    assert "No recorded bench of rung 07 at 8192^3 yet" in capsys.readouterr().out
+
+
+def test_place_on_ceilings_prints_the_recorded_profile(tmp_path, capsys, monkeypatch):
+    import sys
+    import types
+    calls = []
+    fake = types.ModuleType("hgemm_course.profile")
+    fake.recorded_profile = lambda rung, M, **kw: calls.append((rung, M, kw)) or {"rung": rung, "tensor_active_pct": 51.0}
+    fake.describe = lambda record: f"RECORDED profile: tensor pipe active {record['tensor_active_pct']:.0f}%"
+    monkeypatch.setitem(sys.modules, "hgemm_course.profile", fake)
+    placed = chapter.place_on_ceilings("05", folder=_ceilings_folder(tmp_path))
+    assert calls == [("05", 8192, {"folder": tmp_path / "profiles"})]
+    assert placed["profile"] == {"rung": "05", "tensor_active_pct": 51.0}
+    assert capsys.readouterr().out.rstrip().endswith("RECORDED profile: tensor pipe active 51%")

@@ -1,7 +1,7 @@
 // Rung 10: rung 09's TMA ring and wgmma, with the warpgroups specialized by role. One producer
 // warpgroup owns the ring: one elected thread issues every TMA load, and the warpgroup hands most
 // of its registers back (setmaxnreg.dec). Two consumer warpgroups take them (setmaxnreg.inc) and
-// each multiplies its own half of the output tile (the seed post's "1p2c"). No thread both loads and
+// each multiplies its own half of the output tile (the H800 post's "1p2c"). No thread both loads and
 // computes: the producer waits on empty barriers and fills full ones, the consumers wait on full
 // barriers and free stages, so the loads of slice kt + STAGES - 1 run while slice kt is computed.
 #include "common.cuh"

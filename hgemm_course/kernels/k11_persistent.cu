@@ -41,7 +41,7 @@ __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
 }
 
 // C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
-// A CTA computes (BM, BN) tiles of C with CONSUMERS consumer warpgroups (2; or 1, seed 001's first
+// A CTA computes (BM, BN) tiles of C with CONSUMERS consumer warpgroups (2; or 1, the H800 post's first
 // version "1p1c"), each BM / 64 / CONSUMERS wgmma products of (64, BN) on its own BM / CONSUMERS rows;
 // the K loop walks BK-wide slices through a STAGES-deep TMA + mbarrier ring that the producer
 // warpgroup fills. The persistent 1-D grid of clusters walks the
