@@ -78,6 +78,38 @@ RAW = "\n".join([
 ])
 
 
+# The same page as scripts/compare_models.py reads it (ncu's automatic units: msecond, %; n/a cells).
+RAW_FIXED = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+             '"Grid Size","Device","CC"')
+RAW_CSV = "\n".join([
+    "==PROF== Connected to process 872 (/usr/bin/python3.12)",
+    '==PROF== Profiling "k05_swizzle": 0%....50%....100% - 9 passes',
+    RAW_FIXED + ',"dram__bytes_read.sum","gpu__time_duration.sum",'
+            '"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum","lts__t_sector_hit_rate.pct",'
+            '"smsp__sass_inst_executed_op_ldsm.sum"',
+    '"","","","","","","","","","","","Mbyte","msecond","","%","inst"',
+    '"0","872","python3.12","127.0.0.1","void k05_swizzle<256, 128, 64, 64, 64, 4>(const __half *, const __half *, '
+    '__half *, int, int, int)","1","7","(256, 1, 1)","(16, 8, 1)","0","9.0",'
+    '"2,151.68","3.19","1,192","80.93","1,048,576"',
+    '"1","872","python3.12","127.0.0.1","cupy_multiply","1","7","(128, 1, 1)","(32, 1, 1)","0","9.0","n/a","0.01","0",'
+    '"","12"',
+    "==PROF== Disconnected from process 872",
+])
+
+
+def test_raw_csv_rows_come_back_in_base_units():
+    swizzle, other = ncu.parse_raw(RAW_CSV)
+    assert swizzle["kernel"] == "k05_swizzle" and other["kernel"] == "cupy_multiply"
+    m = swizzle["metrics"]
+    assert m["dram__bytes_read.sum"] == pytest.approx(2151.68e6)
+    assert m["gpu__time_duration.sum"] == pytest.approx(3.19e6)          # nanoseconds
+    assert m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"] == 1192
+    assert m["lts__t_sector_hit_rate.pct"] == 80.93
+    assert m["smsp__sass_inst_executed_op_ldsm.sum"] == 1048576
+    assert other["metrics"]["dram__bytes_read.sum"] is None and other["metrics"]["lts__t_sector_hit_rate.pct"] is None
+    assert "Kernel Name" not in m                                         # only metric columns
+
+
 def test_raw_page_gives_one_row_per_kernel_in_base_units():
     swizzle, other = ncu.parse_raw(RAW)
     assert swizzle["id"] == "0" and swizzle["kernel"] == "k05_swizzle"
