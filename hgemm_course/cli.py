@@ -86,12 +86,12 @@ def compile_report_rows() -> list[dict]:
 
 
 def format_compile_rows(rows) -> str:
-    lines = [f"{'rung':<5} {'kernel':<48} {'regs':>5} {'smem':>8} {'dyn smem':>9} {'spills':>7}"]
+    lines = [f"{'rung':<5} {'kernel':<56} {'regs':>5} {'smem':>8} {'dyn smem':>9} {'spills':>7}"]
     for r in rows:
         if "error" in r:
-            lines.append(f"{r['rung']:<5} {r['kernel']:<48} COMPILE ERROR: {r['error']}")
+            lines.append(f"{r['rung']:<5} {r['kernel']:<56} COMPILE ERROR: {r['error']}")
         else:
-            lines.append(f"{r['rung']:<5} {r['kernel'][:48]:<48} {r['registers']:>5} {r['smem_static']:>8} "
+            lines.append(f"{r['rung']:<5} {r['kernel'][:56]:<56} {r['registers']:>5} {r['smem_static']:>8} "
                          f"{r['smem_dynamic']:>9} {r['spill_bytes']:>7}")
     return "\n".join(lines)
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from . import device, harness, ncu, results
 from .harness import VerificationError
 from .ladder import get, registry
+from .ladder.nvrtc_kernel import launched_kernel
 from .paths import results_dir
 
 TARGET_MODULE = "hgemm_course.profile"
@@ -122,8 +123,7 @@ def launch_config(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, 
         if "cluster_m" not in takes:
             raise ValueError(f"rung {rung.id} ({rung.slug}) has no clusters: only rung 11's launcher takes cluster_m.")
         overrides["cluster_m"] = cluster_m
-    kernel = importlib.import_module(rung.launch.__module__).kernel(**overrides)
-    return rung, overrides, kernel
+    return rung, overrides, launched_kernel(importlib.import_module(rung.launch.__module__), M, N, K, **overrides)
 
 
 def variant_label(overrides: dict) -> str:

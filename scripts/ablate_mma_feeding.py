@@ -20,13 +20,15 @@ from importlib import import_module
 from pathlib import Path
 
 from hgemm_course import harness, results
-from hgemm_course.ladder.nvrtc_kernel import MmaTiles
+from hgemm_course.ladder.nvrtc_kernel import MmaTiles, launched_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 ABLATE = ROOT / ".ablate"
 TAIL_SHAPES = ((257, 136, 64), (1000, 1000, 1024), (4096, 2048, 1024), (128, 128, 128))
 MODULES = {"04": "r04_mma_sync", "05": "r05_swizzle", "06": "r06_supertile", "07": "r07_tma"}
 ROW_MAJOR = (1, 64)          # super tiles one tile high and 64 wide: row-major launch order up to 8192
+WIDE = MmaTiles(bm=128, bn=256, bk=64, wm=64, wn=64, stages=4)      # the same 8 warps, 2 x 4 of them
+THREE_STAGES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=3)
 PAIR = MmaTiles(bm=128, bn=128, bk=64, wm=64, wn=64, stages=3)     # 4 warps: two CTAs fit on an SM
 
 
@@ -46,15 +48,19 @@ def unpadded_source() -> Path:
 
 
 def variants() -> list[dict]:
-    """(label, rung, source file or None for the current kernel, launcher keyword arguments)."""
+    """(label, rung, source file or None for the current kernel, launcher keyword arguments); "before"
+    marks a source from before the WHOLE_TILES template parameter."""
     out = [{"label": "04 unpadded", "rung": "04", "source": unpadded_source(), "kwargs": {}}]
     for rung, stem in (("04", "k04_mma_sync"), ("05", "k05_swizzle"), ("06", "k06_supertile")):
-        out += [{"label": f"{rung} before", "rung": rung, "source": ABLATE / f"{stem}_base.cu", "kwargs": {}},
+        out += [{"label": f"{rung} before", "rung": rung, "source": ABLATE / f"{stem}_base.cu", "kwargs": {},
+                 "before": True},
                 {"label": f"{rung} now", "rung": rung, "source": None, "kwargs": {}},
                 {"label": f"{rung} copies in one burst", "rung": rung, "source": ABLATE / f"{stem}_burst.cu",
                  "kwargs": {}}]
     out += [{"label": "07 before", "rung": "07", "source": ABLATE / "k07_tma_base.cu", "kwargs": {}},
             {"label": "07 now", "rung": "07", "source": None, "kwargs": {}},
+            {"label": "05 now 128x256", "rung": "05", "source": None, "kwargs": {"tiles": WIDE}},
+            {"label": "05 now 3 stages", "rung": "05", "source": None, "kwargs": {"tiles": THREE_STAGES}},
             {"label": "06 now row-major", "rung": "06", "source": None, "kwargs": {"super_mn": ROW_MAJOR}},
             {"label": "07 now row-major", "rung": "07", "source": None, "kwargs": {"super_mn": ROW_MAJOR}},
             {"label": "07 before 128x128 2CTA/SM", "rung": "07", "source": ABLATE / "k07_tma_base.cu",
@@ -64,21 +70,26 @@ def variants() -> list[dict]:
 
 
 def launcher(variant: dict):
-    """launch(a, b, c) through the rung's own launcher with the kernel source swapped."""
+    """(the kernel timed at whole tiles, launch(a, b, c)) through the rung's own launcher with the
+    kernel source swapped. Like the launchers, launch picks the instantiation without tail guards
+    when M, N and K are whole tiles; a source from before that template parameter gets neither."""
     module = import_module(f"hgemm_course.ladder.{MODULES[variant['rung']]}")
-    kernel = module.kernel(**variant["kwargs"])
-    if variant["source"] is not None:
-        kernel = dataclasses.replace(kernel, source=str(variant["source"]))
     tiles = variant["kwargs"].get("tiles", module.TILES)
 
+    def kernel_for(M, N, K):
+        kernel = launched_kernel(module, M, N, K, **variant["kwargs"])
+        if variant.get("before"):                # that source has no WHOLE_TILES parameter yet
+            kernel = dataclasses.replace(kernel, template_args=kernel.template_args[:-1])
+        return dataclasses.replace(kernel, source=str(variant["source"])) if variant["source"] else kernel
+
     def launch(a, b, c):
+        (M, K), N = a.shape, b.shape[1]
         extra = ()
         if variant["rung"] == "07":
-            M, K = a.shape
-            extra = module._maps(a.data.ptr, M, K, b.data.ptr, b.shape[1], tiles.bm, tiles.bk)
-        kernel.launch(a, b, c, *extra)
+            extra = module._maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk)
+        kernel_for(M, N, K).launch(a, b, c, *extra)
 
-    return kernel, launch
+    return kernel_for(8192, 8192, 8192), launch
 
 
 def verify(launch, M, N, K):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from hgemm_course import ncu, results
 from hgemm_course.ladder import get, registry
-from hgemm_course.ladder.nvrtc_kernel import MmaTiles, cdiv
+from hgemm_course.ladder.nvrtc_kernel import MmaTiles, cdiv, launched_kernel
 from hgemm_course.sim import cta_order, ctas_per_sm, l2_model, main_loop_bank_conflicts
 from hgemm_course.sim.l2 import H200_L2_BYTES, H200_SMS
 
@@ -124,21 +124,21 @@ def order_name(config: Config) -> str:
     return config.name.removeprefix(f"l2_r{config.rung}_{config.M}_")
 
 
-def kernel_of(rung_id: str, super_mn: tuple[int, int] | None):
-    """The rung's TemplateKernel, with its own tiles and the given super tile."""
-    return rung_module(rung_id).kernel(**({"super_mn": super_mn} if super_mn else {}))
+def kernel_of(rung_id: str, M: int, N: int, K: int, super_mn: tuple[int, int] | None):
+    """The TemplateKernel the rung's launcher runs at M x N x K, with its own tiles and the given super tile."""
+    return launched_kernel(rung_module(rung_id), M, N, K, **({"super_mn": super_mn} if super_mn else {}))
 
 
-def instantiation(rung_id: str, super_mn: tuple[int, int] | None) -> str:
-    return kernel_of(rung_id, super_mn).name_expression.replace(" ", "")
+def instantiation(rung_id: str, M: int, N: int, K: int, super_mn: tuple[int, int] | None) -> str:
+    return kernel_of(rung_id, M, N, K, super_mn).name_expression.replace(" ", "")
 
 
 def plan(bank_size: int = BANK_SIZE, l2_size: int = L2_SIZE) -> list[Config]:
     configs = [Config(f"banks_r{rid}_{bank_size}", "banks", rid, bank_size, bank_size, bank_size, None,
-                      instantiation(rid, None))
+                      instantiation(rid, bank_size, bank_size, bank_size, None))
                for rid in registry() if kernel_facts(rid)]
     configs += [Config(f"l2_r{L2_RUNG}_{l2_size}_{name}", "l2", L2_RUNG, l2_size, l2_size, l2_size, shape,
-                       instantiation(L2_RUNG, shape))
+                       instantiation(L2_RUNG, l2_size, l2_size, l2_size, shape))
                 for name, shape in l2_orders(l2_size, l2_size)]
     return configs
 
@@ -234,7 +234,7 @@ def bank_records(config: Config, metrics: dict) -> list[dict]:
 def l2_record(config: Config, metrics: dict, *, l2_bytes: int, sm_count: int) -> dict:
     """Model and ncu L2 hit rate (percent) of one launch order of rung 06."""
     t = rung_module(config.rung).TILES
-    kernel = kernel_of(config.rung, config.super_mn)
+    kernel = kernel_of(config.rung, config.M, config.N, config.K, config.super_mn)
     resources = kernel.compile().resources_of(kernel.name_expression)
     per_sm = ctas_per_sm(kernel.threads, resources.registers, kernel.smem_bytes + resources.smem_static)
     grid_m, grid_n = cdiv(config.M, t.bm), cdiv(config.N, t.bn)
@@ -362,7 +362,7 @@ def compare(ncu_dir: Path, out: Path | None, rank_tol: float) -> int:
         sys.exit(f"{plan_path} is missing: scripts/h200_model_checks.sh writes it (compare_models.py --plan).")
     configs = [Config.from_line(line) for line in plan_path.read_text().splitlines() if line.strip()]
     for config in configs:
-        built = instantiation(config.rung, config.super_mn)
+        built = instantiation(config.rung, config.M, config.N, config.K, config.super_mn)
         if built != config.kernel:
             sys.exit(f"{config.name}: the ncu run profiled {config.kernel}, but this tree builds {built} (the "
                      "rung's tiles changed since); compare with the tree the run was made from.")

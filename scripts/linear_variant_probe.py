@@ -39,7 +39,7 @@ def linear_source() -> str:
 def linear_kernel() -> TemplateKernel:
     t = r04_mma_sync.TILES
     smem = t.stages * (t.bm * t.bk + t.bk * t.bn) * 2
-    return TemplateKernel("k04_linear.cu", "k04_linear", t.template_args, t.threads, smem,
+    return TemplateKernel("k04_linear.cu", "k04_linear", (*t.template_args, False), t.threads, smem,
                           grid=lambda M, N: (cdiv(N, t.bn), cdiv(M, t.bm)))
 
 

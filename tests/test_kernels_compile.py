@@ -4,6 +4,7 @@ instructions their rung teaches, and differ from their neighbour by that rung's 
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 import shutil
 import subprocess
@@ -37,17 +38,28 @@ def kernel(rung_id):
     return module(rung_id).kernel()
 
 
-@pytest.fixture(scope="module", params=MMA_LADDER)
+def instantiations(rung_id):
+    """Every kernel the rung's launcher picks from: rungs 04-06 have one with the tail guards and one
+    without, for whole tiles."""
+    make = module(rung_id).kernel
+    if "whole_tiles" in inspect.signature(make).parameters:
+        return [make(whole_tiles=whole) for whole in (False, True)]
+    return [make()]
+
+
+@pytest.fixture(scope="module", params=[(rid, i) for rid in MMA_LADDER for i in range(len(instantiations(rid)))],
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def compiled(request):
-    k = kernel(request.param)
-    return request.param, k, k.compile()
+    rid, i = request.param
+    k = instantiations(rid)[i]
+    return rid, k, k.compile()
 
 
 def test_every_ladder_rung_is_registered():
     rungs = registry()
     for rid in MMA_LADDER:
         assert rungs[rid].backend == "nvrtc" and rungs[rid].kernel_path.is_file()
-        assert rungs[rid].name_expressions == (kernel(rid).name_expression,)
+        assert rungs[rid].name_expressions == tuple(k.name_expression for k in instantiations(rid))
 
 
 def test_no_spills_no_local_memory(compiled):

@@ -45,3 +45,18 @@ def test_every_rung_has_its_chapter_notebook():
         pytest.skip("installed from a wheel: the chapters are not packaged")
     missing = [r.chapter for r in registry().values() if not (REPO_ROOT / r.chapter).is_file()]
     assert not missing, f"rungs without their chapter notebook: {missing}"
+
+
+@pytest.mark.parametrize("module_name", ["r04_mma_sync", "r05_swizzle", "r06_supertile"])
+def test_whole_tiles_get_the_instantiation_without_tail_guards(module_name):
+    from importlib import import_module
+
+    from hgemm_course.ladder.nvrtc_kernel import launched_kernel
+
+    module = import_module(f"hgemm_course.ladder.{module_name}")
+    t = module.TILES
+    assert launched_kernel(module, 4 * t.bm, 2 * t.bn, 3 * t.bk).name_expression.endswith(", true>")
+    for tail in ((4 * t.bm + 8, 2 * t.bn, 3 * t.bk), (4 * t.bm, 2 * t.bn - 8, 3 * t.bk), (4 * t.bm, 2 * t.bn, 3 * t.bk + 8)):
+        assert launched_kernel(module, *tail).name_expression.endswith(", false>"), tail
+    assert {module.kernel_for(t.bm, t.bn, t.bk).name_expression,
+            module.kernel_for(t.bm + 8, t.bn, t.bk).name_expression} == set(module.RUNG.name_expressions)

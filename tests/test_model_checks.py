@@ -188,7 +188,7 @@ def test_profile_target_refuses_bad_arguments(argv, message, capsys):
 
 def test_profile_target_dry_run_names_the_kernel_it_would_launch(capsys):
     assert pt.main(["--rung", "06", "--size", "8192", "--super", "4", "8", "--dry-run"]) == 0
-    expected = r06_supertile.kernel(super_mn=(4, 8)).name_expression
+    expected = r06_supertile.kernel_for(8192, 8192, 8192, super_mn=(4, 8)).name_expression   # whole tiles: no guards
     assert expected in capsys.readouterr().out
 
 

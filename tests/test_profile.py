@@ -151,7 +151,7 @@ def test_launch_config_refuses_with_the_fix(rung, kwargs, message):
 
 def test_the_launch_target_checks_its_arguments_without_a_gpu(capsys):
     assert profile.target_main(["--rung", "06", "--mnk", "4096", "2048", "1024", "--super", "4", "8", "--dry-run"]) == 0
-    assert "k06_supertile<256, 128, 64, 64, 64, 4, 4, 8> M=4096 N=2048 K=1024" in capsys.readouterr().out
+    assert "k06_supertile<256, 128, 64, 64, 64, 4, 4, 8, true> M=4096 N=2048 K=1024" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- run_profile over a stand-in ncu

@@ -3,7 +3,8 @@
 // tiles are still padded, so every ldmatrix row lands in its own group of 4 banks. Written
 // out, the instructions can be fed the way mma.sync needs: the fragments of the next k-step
 // load while this k-step's mma run (two fragment buffers), and the next slice's cp.async
-// copies are spread over the k-steps instead of leaving in one burst.
+// copies are spread over the k-steps instead of leaving in one burst; when M, N and K are whole
+// tiles, a second instantiation copies without the tail guards.
 #include "common.cuh"
 #include "cp_async.cuh"
 #include "ldmatrix.cuh"
@@ -12,7 +13,7 @@
 // C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
 // A CTA computes a (BM, BN) tile of C with (BM / WM) x (BN / WN) warps, each a (WM, WN)
 // sub-tile; the K loop walks BK-wide slices through a STAGES-deep cp.async ring.
-template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool WHOLE_TILES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
@@ -48,7 +49,8 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
     // Piece `part` of one k-slice into one stage: every thread copies every COPY_PARTS-th of its
     // 16-byte chunks, so a slice's copies can ride along the k-steps of the slice being computed
     // instead of leaving in one burst. Chunks past M, N or K are zero-filled so the tails add
-    // nothing to the sums.
+    // nothing to the sums; when M, N and K are whole tiles (WHOLE_TILES) there are no tails, and
+    // the copies go out without the guards.
     auto load_tile = [&](int stage, int kt, int part) {
         const int k0 = kt * BK;
         const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
@@ -58,7 +60,7 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
             const int idx = it * THREADS + tid;
             const int row = idx / (BK / 8);
             const int chunk = idx % (BK / 8);
-            const bool inside = m0 + row < M && k0 + chunk * 8 < K;
+            const bool inside = WHOLE_TILES || (m0 + row < M && k0 + chunk * 8 < K);
             const half* src = inside ? a_tile + static_cast<size_t>(row) * K + k0 + chunk * 8 : A;
             cp_async_16_zfill(a_stage + (row * A_LD + chunk * 8) * 2, src, inside ? 16 : 0);
         }
@@ -67,7 +69,7 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
             const int idx = it * THREADS + tid;
             const int row = idx / (BN / 8);
             const int chunk = idx % (BN / 8);
-            const bool inside = k0 + row < K && n0 + chunk * 8 < N;
+            const bool inside = WHOLE_TILES || (k0 + row < K && n0 + chunk * 8 < N);
             const half* src = inside ? b_tile + static_cast<size_t>(k0 + row) * N + chunk * 8 : B;
             cp_async_16_zfill(b_stage + (row * B_LD + chunk * 8) * 2, src, inside ? 16 : 0);
         }

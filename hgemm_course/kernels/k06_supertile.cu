@@ -12,7 +12,7 @@
 // A CTA computes a (BM, BN) tile of C with (BM / WM) x (BN / WN) warps, each a (WM, WN)
 // sub-tile; the K loop walks BK-wide slices through a STAGES-deep cp.async ring. The 1-D grid
 // holds cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) super tiles of SUPER_M * SUPER_N CTAs.
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int SUPER_M, int SUPER_N>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int SUPER_M, int SUPER_N, bool WHOLE_TILES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
@@ -54,7 +54,8 @@ k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __re
     // Piece `part` of one k-slice into one stage: every thread copies every COPY_PARTS-th of its
     // 16-byte chunks, so a slice's copies can ride along the k-steps of the slice being computed
     // instead of leaving in one burst. Chunks past M, N or K are zero-filled so the tails add
-    // nothing to the sums.
+    // nothing to the sums; when M, N and K are whole tiles (WHOLE_TILES) there are no tails, and
+    // the copies go out without the guards.
     auto load_tile = [&](int stage, int kt, int part) {
         const int k0 = kt * BK;
         const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
@@ -64,7 +65,7 @@ k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __re
             const int idx = it * THREADS + tid;
             const int row = idx / (BK / 8);
             const int chunk = idx % (BK / 8);
-            const bool inside = m0 + row < M && k0 + chunk * 8 < K;
+            const bool inside = WHOLE_TILES || (m0 + row < M && k0 + chunk * 8 < K);
             const half* src = inside ? a_tile + static_cast<size_t>(row) * K + k0 + chunk * 8 : A;
             cp_async_16_zfill(a_stage + swizzle_128b(row, chunk), src, inside ? 16 : 0);
         }
@@ -73,7 +74,7 @@ k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __re
             const int idx = it * THREADS + tid;
             const int row = idx / (BN / 8);
             const int chunk = idx % (BN / 8);
-            const bool inside = k0 + row < K && n0 + chunk * 8 < N;
+            const bool inside = WHOLE_TILES || (k0 + row < K && n0 + chunk * 8 < N);
             const half* src = inside ? b_tile + static_cast<size_t>(k0 + row) * N + chunk * 8 : B;
             cp_async_16_zfill(b_stage + (chunk / 8) * B_PANEL + swizzle_128b(row, chunk % 8), src, inside ? 16 : 0);
         }

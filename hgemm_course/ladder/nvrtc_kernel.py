@@ -20,7 +20,7 @@ class TemplateKernel:
 
     source: str                          # file name under hgemm_course/kernels/
     kernel: str                          # template name, e.g. "k03_wmma"
-    template_args: tuple[int, ...]       # in the template's order
+    template_args: tuple[int | bool, ...]  # in the template's order; a bool renders as true / false
     threads: int                         # threads per CTA
     smem_bytes: int                      # dynamic shared memory per CTA
     grid: Callable[[int, int], tuple]    # (M, N) -> grid dims
@@ -28,7 +28,8 @@ class TemplateKernel:
 
     @property
     def name_expression(self) -> str:
-        return f"{self.kernel}<{', '.join(str(a) for a in self.template_args)}>"
+        args = (str(a).lower() if isinstance(a, bool) else str(a) for a in self.template_args)
+        return f"{self.kernel}<{', '.join(args)}>"
 
     def compile(self) -> CompiledModule:
         return compile_cuda(self.source, name_expressions=(self.name_expression,), arch=self.arch)
@@ -43,6 +44,15 @@ class TemplateKernel:
         self.function()(self.grid(M, N), (self.threads,),
                         (a, b, c, np.int32(M), np.int32(N), np.int32(K), *extra_args),
                         shared_mem=self.smem_bytes)
+
+
+def launched_kernel(rung_module, M: int, N: int, K: int, **overrides) -> TemplateKernel:
+    """The kernel a rung module's launcher runs for an M x N x K product with these launcher
+    keyword arguments: its ``kernel_for`` where it picks by shape (rungs 04-06: no tail guards on
+    whole tiles), else its ``kernel``."""
+    if hasattr(rung_module, "kernel_for"):
+        return rung_module.kernel_for(M, N, K, **overrides)
+    return rung_module.kernel(**overrides)
 
 
 def check_operands(a, b, c) -> tuple[int, int, int]:
@@ -103,6 +113,11 @@ class MmaTiles:
     @property
     def template_args(self) -> tuple[int, ...]:
         return (self.bm, self.bn, self.bk, self.wm, self.wn, self.stages)
+
+    def whole_tiles(self, M: int, N: int, K: int) -> bool:
+        """Whether M, N and K are whole multiples of the tile: no CTA meets a tail, so a kernel may copy
+        without the guards that zero-fill past the matrix."""
+        return M % self.bm == 0 and N % self.bn == 0 and K % self.bk == 0
 
     def check(self, smem_bytes: int) -> None:
         """The rules every tensor-core rung's kernel relies on, with ``smem_bytes`` its request."""

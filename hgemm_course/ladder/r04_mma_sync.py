@@ -15,23 +15,30 @@ TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 
 
 @lru_cache(maxsize=None)
-def kernel(tiles: MmaTiles = TILES) -> TemplateKernel:
+def kernel(tiles: MmaTiles = TILES, whole_tiles: bool = False) -> TemplateKernel:
     smem = smem_bytes(tiles)
     tiles.check(smem)
     require(tiles.wn % 16 == 0, f"wn={tiles.wn}: B fragments come in pairs of n8 tiles (one ldmatrix.x4.trans "
                                 "covers 16 columns), so wn must be a multiple of 16.")
-    return TemplateKernel(SOURCE, "k04_mma_sync", tiles.template_args, tiles.threads, smem,
+    return TemplateKernel(SOURCE, "k04_mma_sync", (*tiles.template_args, whole_tiles), tiles.threads, smem,
                           grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
 
 
+def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES) -> TemplateKernel:
+    """The instantiation for an M x N x K product: without the tail guards when it is whole tiles."""
+    return kernel(tiles, tiles.whole_tiles(M, N, K))
+
+
 def launch(a, b, c, tiles: MmaTiles = TILES) -> None:
-    kernel(tiles).launch(a, b, c)
+    (M, K), N = a.shape, b.shape[1]
+    kernel_for(M, N, K, tiles).launch(a, b, c)
 
 
 RUNG = Rung(
     id="04", slug="mma_sync", title="ldmatrix + mma.sync (PTX), padded smem",
     idea="the instructions behind wmma written out: ldmatrix into fragment registers, mma.sync.m16n8k16",
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE,
+    name_expressions=tuple(kernel(TILES, whole).name_expression for whole in (False, True)),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
 )

@@ -30,22 +30,29 @@ def check_swizzle(tiles: MmaTiles) -> None:
 
 
 @lru_cache(maxsize=None)
-def kernel(tiles: MmaTiles = TILES) -> TemplateKernel:
+def kernel(tiles: MmaTiles = TILES, whole_tiles: bool = False) -> TemplateKernel:
     smem = smem_bytes(tiles)
     tiles.check(smem)
     check_swizzle(tiles)
-    return TemplateKernel(SOURCE, "k05_swizzle", tiles.template_args, tiles.threads, smem,
+    return TemplateKernel(SOURCE, "k05_swizzle", (*tiles.template_args, whole_tiles), tiles.threads, smem,
                           grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
 
 
+def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES) -> TemplateKernel:
+    """The instantiation for an M x N x K product: without the tail guards when it is whole tiles."""
+    return kernel(tiles, tiles.whole_tiles(M, N, K))
+
+
 def launch(a, b, c, tiles: MmaTiles = TILES) -> None:
-    kernel(tiles).launch(a, b, c)
+    (M, K), N = a.shape, b.shape[1]
+    kernel_for(M, N, K, tiles).launch(a, b, c)
 
 
 RUNG = Rung(
     id="05", slug="swizzle", title="mma.sync + 128-byte XOR swizzle",
     idea="padding replaced by the 128-byte XOR swizzle: chunk c of row r lives at c ^ (r % 8)",
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE,
+    name_expressions=tuple(kernel(TILES, whole).name_expression for whole in (False, True)),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
 )

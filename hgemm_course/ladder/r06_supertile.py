@@ -22,23 +22,32 @@ def grid_1d(M: int, N: int, tiles: MmaTiles, super_mn: tuple[int, int]) -> tuple
 
 
 @lru_cache(maxsize=None)
-def kernel(tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> TemplateKernel:
+def kernel(tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER,
+           whole_tiles: bool = False) -> TemplateKernel:
     smem = smem_bytes(tiles)
     tiles.check(smem)
     check_swizzle(tiles)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
-    return TemplateKernel(SOURCE, "k06_supertile", (*tiles.template_args, *super_mn), tiles.threads, smem,
+    args = (*tiles.template_args, *super_mn, whole_tiles)
+    return TemplateKernel(SOURCE, "k06_supertile", args, tiles.threads, smem,
                           grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
 
 
+def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> TemplateKernel:
+    """The instantiation for an M x N x K product: without the tail guards when it is whole tiles."""
+    return kernel(tiles, super_mn, tiles.whole_tiles(M, N, K))
+
+
 def launch(a, b, c, tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
-    kernel(tiles, super_mn).launch(a, b, c)
+    (M, K), N = a.shape, b.shape[1]
+    kernel_for(M, N, K, tiles, super_mn).launch(a, b, c)
 
 
 RUNG = Rung(
     id="06", slug="supertile", title="mma.sync + swizzle + super-tile raster",
     idea="a 1-D grid decoded into SUPER_M x SUPER_N super tiles: the CTAs in flight share A and B in L2",
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE,
+    name_expressions=tuple(kernel(TILES, SUPER, whole).name_expression for whole in (False, True)),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
 )
