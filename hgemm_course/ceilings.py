@@ -166,9 +166,10 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
             "repeats": repeats}
 
 
-def rung_bound(record: dict) -> dict | None:
-    """The ``mma_sync_bound`` entry of the course rungs' shape, fed by ldmatrix as they are (None if absent)."""
-    warps, wm, wn = RUNG_SHAPE
+def rung_bound(record: dict, shape: tuple[int, int, int] = RUNG_SHAPE) -> dict | None:
+    """The ``mma_sync_bound`` entry of a rung's (warps per SM, WM, WN), by default the course rungs' 03-07,
+    fed by ldmatrix as they are (None if the record has none)."""
+    warps, wm, wn = shape
     return next((r for r in record.get("mma_sync_bound", ())
                  if r["warps_per_sm"] == warps and list(r["warp_tile"]) == [wm, wn] and r["feed"] == "ldmatrix"), None)
 

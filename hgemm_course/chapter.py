@@ -135,14 +135,6 @@ _CHAIN = (("fp32", "FP32 CUDA cores", "fp32_tflops"),
           ("datasheet", "datasheet fp16 dense", "datasheet_fp16_tflops"))
 
 
-def _mma_sync_bound(ceilings: dict, warps: int, warp_tile: tuple[int, int]) -> float | None:
-    """The recorded mma.sync loop of ``warps`` warps per SM with ``warp_tile`` tiles fed by ldmatrix, or None."""
-    for r in ceilings.get("mma_sync_bound") or ():
-        if r["warps_per_sm"] == warps and tuple(r["warp_tile"]) == tuple(warp_tile) and r["feed"] == "ldmatrix":
-            return r["tflops"]
-    return None
-
-
 def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
     """Print where ``rung`` stands on the ceiling chain at ``size``^3, from recorded figures only.
 
@@ -154,6 +146,7 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
     note. Then the rung's recorded profile (``hgemm_course.profile``; under ``folder``/profiles), if one
     exists. ``folder``: where the results live (default results/). Returns the numbers printed.
     """
+    from .ceilings import rung_bound
     from .roofline import recorded_ceilings
 
     out: dict = {"rung": rung, "size": size, "tflops": None, "roofs": {}, "skipped": [], "profile": None}
@@ -173,7 +166,7 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
         tiles = extra.get("tiles", {})
         warps, wm, wn = extra.get("threads", 256) // 32, tiles.get("wm", 64), tiles.get("wn", 64)
         values = {"fp32": ceilings.get("fp32_tflops"),
-                  "mma_sync_bound": _mma_sync_bound(ceilings, warps, (wm, wn)),
+                  "mma_sync_bound": (rung_bound(ceilings, (warps, wm, wn)) or {}).get("tflops"),
                   "mma_sync_peak": ceilings.get("mma_sync_tflops"),
                   "cublas": row["cublas_tflops"],
                   "datasheet": ceilings.get("datasheet_fp16_tflops")}
