@@ -66,6 +66,12 @@ def variants() -> list[dict]:
             {"label": "07 before 128x128 2CTA/SM", "rung": "07", "source": ABLATE / "k07_tma_base.cu",
              "kwargs": {"tiles": PAIR}},
             {"label": "07 now 128x128 2CTA/SM", "rung": "07", "source": None, "kwargs": {"tiles": PAIR}}]
+    # the committed-before kernel with one change each, to find what its 2-CTA/SM failure needs
+    out += [{"label": f"07 before + {change} 2CTA/SM", "rung": "07", "source": ABLATE / f"k07_base_{stem}.cu",
+             "kwargs": {"tiles": PAIR}}
+            for change, stem in (("__syncwarp after the full wait", "syncwarp_after_wait"),
+                                 ("proxy fence before release", "proxy_fence"),
+                                 ("full wait before the refill", "wait_first"))]
     return [v for v in out if v["source"] is None or v["source"].is_file()]
 
 

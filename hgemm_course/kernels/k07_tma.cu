@@ -130,7 +130,8 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         for (int kk = 0; kk < K_STEPS; ++kk) {
             if (kk < K_STEPS - 1) {
                 load_fragments((kk + 1) % 2, kt % STAGES, kk + 1);
-                if (kk == K_STEPS - 2) {              // slice kt's last ldmatrix is out: free its stage
+                if (kk == K_STEPS - 2) {              // slice kt's last ldmatrix is out: free its stage,
+                    fence_proxy_async_shared_cta();   // its reads ordered before the TMA's next writes
                     __syncwarp();
                     if (lane == 0) mbar_arrive(empty_bar + (kt % STAGES) * 8);
                 }
