@@ -153,6 +153,7 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
                 }
             }
         }
+        fence_proxy_async_shared_cta();               // this warp's reads ordered before the TMA's next writes
         __syncwarp();
         if (lane == 0) mbar_arrive(empty_bar + (kt % STAGES) * 8);
     }
