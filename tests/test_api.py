@@ -52,10 +52,10 @@ def test_not_an_array():
 def test_size_the_rung_cannot_do(monkeypatch):
     from dataclasses import replace
 
-    from hgemm_course import ladder
+    from hgemm_course import api, ladder
 
     picky = replace(ladder.get("01"), multiple_k=64)
-    monkeypatch.setattr(ladder, "get", lambda r: picky)
+    monkeypatch.setattr(api, "_rung", lambda r: picky)
     a, b = _ab(K=40)
     with pytest.raises(ValueError, match="K=40 is not a multiple of 64"):
         hgemm_course.gemm(a, b, rung="01")
@@ -68,7 +68,7 @@ def test_no_gpu_for_a_gpu_only_rung(monkeypatch):
     with pytest.raises(hgemm_course.NoGPUError, match="needs any CUDA GPU; this machine has none") as info:
         hgemm_course.gemm(a, b, rung="02")
     assert isinstance(info.value, ValueError)
-    assert "NUMBA_ENABLE_CUDASIM=1" in str(info.value)
+    assert "`NUMBA_ENABLE_CUDASIM=1 python your_script.py`" in str(info.value)
 
 
 def test_gemm_runs_rung_02_under_the_simulator():
@@ -91,3 +91,97 @@ def test_gemm_on_the_gpu_keeps_the_array_kind():
     assert isinstance(c_host, np.ndarray) and isinstance(c_dev, cupy.ndarray)
     ref = a.astype(np.float32) @ b.astype(np.float32)
     assert np.linalg.norm(c_host - ref) / np.linalg.norm(ref) < 1e-3
+
+
+def _cudasim_only():
+    if not device.cudasim_enabled():
+        pytest.skip("the simulator is off (a GPU is present)")
+
+
+def test_out_receives_c_and_is_returned():
+    _cudasim_only()
+    a, b = _ab(M=33, N=20, K=24)
+    out = np.full((33, 20), np.nan, np.float16)
+    c = hgemm_course.gemm(a, b, rung="02", out=out)
+    assert c is out and not np.isnan(out).any()
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-3
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.empty((24, 17), np.float16), r"shape \(24, 16\); got float16 \(24, 17\)"),
+    (np.empty((24, 16), np.float32), r"float16 array of shape \(24, 16\); got float32"),
+    (np.empty((16, 24), np.float16).T, "not contiguous"),
+])
+def test_a_wrong_out_is_refused_with_the_fix(bad, message):
+    a, b = _ab()
+    with pytest.raises(ValueError, match=message):
+        hgemm_course.gemm(a, b, rung="01", out=bad)
+
+
+def test_out_must_be_the_same_kind_as_the_inputs():
+    a, b = _ab()
+    with pytest.raises(TypeError, match="out must be a NumPy array like a and b, not a list"):
+        hgemm_course.gemm(a, b, rung="01", out=[[0.0]])
+
+
+def test_the_default_rung_is_the_top_one_this_machine_runs():
+    from hgemm_course import api
+
+    api._rung.cache_clear()
+    expected = "02" if device.cudasim_enabled() or not device.has_gpu() else None
+    chosen = api._rung(None).id
+    if expected:
+        assert chosen == expected
+    else:
+        assert chosen == ("11" if device.probe_gpu()[0].compute_capability >= (9, 0) else "02")
+
+
+def test_a_shape_passes_the_rules_of_the_rung_asked_for(monkeypatch):
+    """The per-shape memo of passed checks must not let one rung's pass stand for another's rules."""
+    from dataclasses import replace
+
+    from hgemm_course import api, ladder
+
+    _cudasim_only()
+    a, b = _ab(K=40)
+    hgemm_course.gemm(a, b, rung="01")
+    monkeypatch.setattr(api, "_rung", lambda r: replace(ladder.get("01"), multiple_k=64))
+    with pytest.raises(ValueError, match="K=40 is not a multiple of 64"):
+        hgemm_course.gemm(a, b, rung="01")
+
+
+def test_version_comes_from_the_installed_metadata():
+    from importlib.metadata import version
+
+    assert hgemm_course.__version__ == version("hgemm-course")
+
+
+@pytest.mark.gpu
+def test_gemm_writes_every_element_of_out_on_the_current_stream():
+    """No fill before the kernel: out starts as NaN and must come back whole, on a non-default stream."""
+    import cupy
+
+    rng = np.random.default_rng(3)
+    for rung, (M, N, K) in (("05", (385, 264, 136)), ("11", (1000, 776, 520)), ("11", (2048, 2048, 1024))):
+        a = cupy.asarray(rng.uniform(-1, 1, (M, K)).astype(np.float16))
+        b = cupy.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float16))
+        ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            out = cupy.full((M, N), cupy.nan, cupy.float16)
+            c = hgemm_course.gemm(a, b, rung, out=out)
+            fresh = hgemm_course.gemm(a, b, rung)
+        stream.synchronize()
+        assert c is out and not bool(cupy.isnan(out).any())
+        for got in (out, fresh):
+            assert float(cupy.linalg.norm(got.astype(cupy.float32) - ref) / cupy.linalg.norm(ref)) < 1e-3
+
+
+@pytest.mark.gpu
+def test_gemm_numpy_in_numpy_out_with_out():
+    a, b = _ab(M=256, N=264, K=72)
+    out = np.full((256, 264), np.nan, np.float16)
+    assert hgemm_course.gemm(a, b, out=out) is out
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-3

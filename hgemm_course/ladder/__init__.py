@@ -100,6 +100,18 @@ def get(rung_id: str | int) -> Rung:
     return rungs[key]
 
 
+def numba_stream(array):
+    """The stream a Numba rung launches on: CuPy's current stream for a CuPy array, so that CuPy work
+    on the same arrays before and after stays in order; the default stream (0) otherwise."""
+    if not type(array).__module__.startswith("cupy"):
+        return 0
+    import cupy
+    from numba import cuda
+
+    ptr = cupy.cuda.get_current_stream().ptr
+    return cuda.external_stream(ptr) if ptr else 0
+
+
 def repo_relative(path: Path) -> str:
     try:
         return str(path.relative_to(REPO_ROOT)) if REPO_ROOT else str(path)

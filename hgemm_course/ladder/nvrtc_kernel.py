@@ -35,8 +35,10 @@ class TemplateKernel:
         return compile_cuda(self.source, name_expressions=(self.name_expression,), arch=self.arch)
 
     def function(self):
-        """The loaded kernel, compiled and loaded once per instantiation (launches stay cheap)."""
-        return _loaded_function(self)
+        """The loaded kernel on the current GPU, compiled once and loaded once per GPU (launches stay cheap)."""
+        from cupy.cuda import runtime
+
+        return _loaded_function(self, runtime.getDevice())
 
     def launch(self, a, b, c, *extra_args) -> None:
         """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...)."""
@@ -69,7 +71,8 @@ def check_operands(a, b, c) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=None)
-def _loaded_function(kernel: TemplateKernel):
+def _loaded_function(kernel: TemplateKernel, device_id: int):
+    """``device_id`` is the GPU that is current while the module loads: CUDA loads a module per device."""
     fn = kernel.compile().function(kernel.name_expression)
     if kernel.smem_bytes > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = kernel.smem_bytes

@@ -6,7 +6,7 @@ which is why this rung runs at about a percent of cuBLAS.
 """
 from __future__ import annotations
 
-from . import Rung
+from . import Rung, numba_stream
 from .nvrtc_kernel import cdiv
 
 
@@ -14,7 +14,7 @@ def launch(a, b, c) -> None:
     from .k01_naive import BLOCK_X, BLOCK_Y, naive_gemm
 
     M, N = c.shape
-    naive_gemm[(cdiv(N, BLOCK_X), cdiv(M, BLOCK_Y)), (BLOCK_X, BLOCK_Y)](a, b, c)
+    naive_gemm[(cdiv(N, BLOCK_X), cdiv(M, BLOCK_Y)), (BLOCK_X, BLOCK_Y), numba_stream(c)](a, b, c)
 
 
 RUNG = Rung(

@@ -6,7 +6,7 @@ load feeds 4 multiply-adds. Still plain FP32 arithmetic: no tensor cores yet.
 """
 from __future__ import annotations
 
-from . import Rung
+from . import Rung, numba_stream
 from .nvrtc_kernel import cdiv
 
 
@@ -14,7 +14,7 @@ def launch(a, b, c) -> None:
     from .k02_tiled import BM, BN, THREADS_X, THREADS_Y, tiled_gemm
 
     M, N = c.shape
-    tiled_gemm[(cdiv(N, BN), cdiv(M, BM)), (THREADS_X, THREADS_Y)](a, b, c)
+    tiled_gemm[(cdiv(N, BN), cdiv(M, BM)), (THREADS_X, THREADS_Y), numba_stream(c)](a, b, c)
 
 
 RUNG = Rung(

@@ -1,0 +1,139 @@
+"""``gemm(a, b)``: the course's kernels as a library call, as fast as launching the kernel by hand.
+
+What a call does, and what it leaves out on purpose:
+
+- checks the operands (dtype, 2-D, row-major, shapes that chain, the rung's multiples) with
+  messages that name the fix; the shape rules are checked once per shape and rung;
+- allocates C with ``cupy.empty`` or writes into ``out``, never filling it first: every kernel
+  writes every element of C (the harness proves it by poisoning C with NaN before it verifies);
+- launches on the device the operands live on, on CuPy's current stream, without a sync;
+- reuses what the rungs cache per shape and pointer: loaded kernels, grids, tensor maps.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from . import NoGPUError, device
+from .ladder import Rung, get, registry
+
+# The rung gemm() runs when none is named: the top of the ladder this machine can run.
+_DEFAULT_ON_HOPPER = "11"
+_DEFAULT_ELSEWHERE = "02"
+
+
+def gemm(a, b, rung: str | int | None = None, *, out=None):
+    """C = A @ B with one rung's kernel: fp16 row-major A (M, K) and B (K, N) in, fp16 C (M, N) out.
+
+    ``rung`` defaults to the fastest rung this machine runs (11 on a Hopper GPU, the Numba rung 02
+    on other GPUs and under the Numba CUDA simulator). CuPy inputs stay on their GPU, and the kernel
+    runs on CuPy's current stream without waiting for it; NumPy inputs are copied over and C comes
+    back as NumPy. ``out``, an fp16 (M, N) array of the same kind and device, receives C.
+    Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
+    rung needs a GPU this machine lacks.
+    """
+    r = _rung(rung)
+    on_gpu = _is_cupy(a)
+    if on_gpu != _is_cupy(b):
+        raise TypeError("a and b live in different places (one NumPy, one CuPy); pass both as the same kind.")
+    M, N, K = _check_operands(a, b, r)
+    if out is not None:
+        _check_out(out, M, N, on_gpu)
+    if device.cudasim_enabled() and r.cudasim:
+        if on_gpu:
+            raise TypeError("Under NUMBA_ENABLE_CUDASIM=1 pass NumPy arrays: the simulator runs on the CPU.")
+        c = np.empty((M, N), np.float16) if out is None else out
+        r.launch(a, b, c)
+        return c
+    _require_gpu_for(r.id)
+    if not on_gpu:
+        import cupy
+
+        c = _launch_on_gpu(r, cupy.asarray(a), cupy.asarray(b), None)
+        return c.get() if out is None else c.get(out=out)
+    return _launch_on_gpu(r, a, b, out)
+
+
+def _launch_on_gpu(r: Rung, a, b, out):
+    import cupy
+
+    where = a.device.id
+    for name, x in (("b", b), ("out", out)):
+        if x is not None and x.device.id != where:
+            raise ValueError(f"a is on GPU {where} but {name} is on GPU {x.device.id}; put all three on one GPU "
+                             f"(inside `with cupy.cuda.Device({where}):` use cupy.asarray({name})).")
+    if where == cupy.cuda.runtime.getDevice():
+        c = cupy.empty((a.shape[0], b.shape[1]), cupy.float16) if out is None else out
+        r.launch(a, b, c)
+        return c
+    with cupy.cuda.Device(where):
+        return _launch_on_gpu(r, a, b, out)
+
+
+def _is_cupy(x) -> bool:
+    return type(x).__module__.startswith("cupy")
+
+
+def _check_operands(a, b, r: Rung) -> tuple[int, int, int]:
+    """(M, N, K) after the per-call checks; the shape rules are checked once per (rung, shape)."""
+    for name, x in (("a", a), ("b", b)):
+        if not hasattr(x, "dtype") or not hasattr(x, "shape"):
+            raise TypeError(f"{name} must be a NumPy or CuPy array, not {type(x).__name__}.")
+        if x.dtype != np.float16:
+            raise TypeError(f"{name} has dtype {x.dtype}; the GEMM takes float16. Convert with {name}.astype(np.float16).")
+        if x.ndim != 2:
+            raise ValueError(f"{name} is {x.ndim}-D with shape {tuple(x.shape)}; pass a 2-D matrix.")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name} is not C-contiguous (row-major); pass {name}.copy() or np.ascontiguousarray({name}).")
+    (M, K), (K2, N) = a.shape, b.shape
+    if K != K2:
+        raise ValueError(f"Inner dimensions differ: a is {M}x{K}, b is {K2}x{N}; a.shape[1] must equal b.shape[0].")
+    key = (r.multiple_m, r.multiple_n, r.multiple_k, M, N, K)     # all that Rung.check_shape reads
+    if key not in _shapes_checked:
+        r.check_shape(M, N, K)
+        _shapes_checked.add(key)
+    return M, N, K
+
+
+_shapes_checked: set[tuple[int, ...]] = set()   # (rung's multiples, M, N, K) that passed its rules
+
+
+def _check_out(out, M: int, N: int, on_gpu: bool) -> None:
+    if _is_cupy(out) != on_gpu or not hasattr(out, "flags"):
+        kind = "CuPy" if on_gpu else "NumPy"
+        package = type(out).__module__.split(".")[0]
+        got = type(out).__name__ if package == "builtins" else f"{package}.{type(out).__name__}"
+        raise TypeError(f"out must be a {kind} array like a and b, not a {got}.")
+    if out.dtype != np.float16 or out.shape != (M, N) or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float16 array of shape ({M}, {N}); got {out.dtype} "
+                         f"{tuple(out.shape)}{'' if out.flags.c_contiguous else ', not contiguous'}. "
+                         f"Allocate it with empty(({M}, {N}), dtype=float16).")
+
+
+@lru_cache(maxsize=None)
+def _rung(rung: str | int | None) -> Rung:
+    """The rung by id, or this machine's default; cached, so a call costs one dictionary lookup."""
+    if rung is not None:
+        return get(rung)
+    info = None if device.cudasim_enabled() else device.probe_gpu()[0]
+    hopper = info is not None and info.compute_capability >= (9, 0)
+    return registry()[_DEFAULT_ON_HOPPER if hopper else _DEFAULT_ELSEWHERE]
+
+
+@lru_cache(maxsize=None)
+def _require_gpu_for(rung_id: str) -> None:
+    """Raise :class:`NoGPUError` unless this machine has a GPU the rung runs on (asked once per rung)."""
+    r = get(rung_id)
+    info, reason, _ = device.probe_gpu()
+    if info is None:
+        hint = (" Or run it on the CPU: set NUMBA_ENABLE_CUDASIM=1 before Python starts "
+                "(`NUMBA_ENABLE_CUDASIM=1 python your_script.py`).") if r.cudasim else ""
+        raise NoGPUError(f"Rung {r.id} ({r.slug}) needs {r.needs_gpu}; this machine has none: {reason}.{hint}")
+    if r.arch != "any" and info.compute_capability < _arch_capability(r.arch):
+        raise NoGPUError(f"Rung {r.id} ({r.slug}) needs {r.arch}; {info.name} is {info.arch}.")
+
+
+def _arch_capability(arch: str) -> tuple[int, int]:
+    digits = arch.removeprefix("sm_").rstrip("a")
+    return int(digits[:-1]), int(digits[-1])
