@@ -24,6 +24,7 @@ def test_wheel_contains_kernels_snippets_and_results(tmp_path):
     for result in (REPO_ROOT / "results").glob("*.json"):
         assert f"hgemm_course/results/{result.name}" in names
     assert "hgemm_course/ladder/k01_naive.py" in names
+    assert "hgemm_course/py.typed" in names and any(n.endswith("licenses/LICENSE") for n in names)
     assert any(n.endswith("entry_points.txt") for n in names)
 
 
