@@ -1,13 +1,16 @@
 """Figures: the data behind each one, and that each renders to PNG."""
 import io
+import re
+import time
 
 import numpy as np
 import pytest
 
 from hgemm_course import viz
+from hgemm_course.viz.ladder import LEVEL_PCT
 
 SMALL_L2 = {"M": 1024, "N": 1024, "K": 512, "BM": 128, "BN": 64, "BK": 64, "super_tile_ctas": 16,
-            "l2_bytes": 512 * 1024, "ctas_in_flight": 16}
+            "l2_bytes": 512 * 1024, "ctas_in_flight": 16, "progress": False}
 FAKE_RECORDS = [
     {"rung": "03", "M": 4096, "N": 4096, "K": 4096, "tflops": 200.0, "cublas_tflops": 600.0, "pct_cublas": 33.3,
      "gpu": "NVIDIA H200", "date": "2025-01-01"},
@@ -50,6 +53,19 @@ def test_l2_supertile_data():
     assert ((0 < data["hit_rate"]) & (data["hit_rate"] < 1)).all()
     assert data["hit_rate"][2] > data["hit_rate"][0]                 # square beats row-major
     assert (data["dram_bytes"] >= data["compulsory_bytes"]).all()
+    with pytest.raises(ValueError, match="pass at most 16"):
+        viz.l2_supertile_data(**{**SMALL_L2, "super_tile_ctas": 32})
+
+
+@pytest.mark.slow
+def test_l2_supertile_figure_data_is_quick_and_super_tiles_cut_dram():
+    """What `hgemm-course viz l2-supertile` draws (rung 06 at 8192^3): well under a minute on a 2-core CPU, and
+    rung 06's own super tile reads less from DRAM than row-major."""
+    start = time.perf_counter()
+    data = viz.l2_supertile_data(progress=False)
+    assert time.perf_counter() - start < 60
+    assert data["shapes"][0] == (1, 32) and (8, 4) in data["shapes"]
+    assert data["dram_bytes"][data["shapes"].index((8, 4))] < data["dram_bytes"][0]
 
 
 def test_occupancy_data():
@@ -76,6 +92,31 @@ def test_ladder_data():
         viz.ladder_figure(records=[])
 
 
+def ladder_records(pct_by_size, rung="11"):
+    return [{"rung": rung, "M": n, "N": n, "K": n, "tflops": 7.0 * pct, "cublas_tflops": 700.0, "pct_cublas": pct,
+             "gpu": "NVIDIA H200", "date": "2026-12-01"} for n, pct in pct_by_size.items()]
+
+
+def stated_percentages(title):
+    return [float(p) for p in re.findall(r"([\d.]+)%", title)]
+
+
+def test_ladder_title_reads_an_outlier_against_drifting_cublas_as_level():
+    records = ladder_records({1024: 56.0, 2048: 97.5, 4096: 98.8, 6144: 100.1, 8192: 117.0, 12288: 102.2})
+    records += ladder_records({2048: 84.7, 8192: 100.7}, rung="10")
+    title = viz.ladder_figure(records=records)._suptitle.get_text()
+    assert "Rung 11 runs level with cuBLAS from 2048^3 up" in title
+    assert all(pct <= 100 + LEVEL_PCT for pct in stated_percentages(title))
+
+
+def test_ladder_title_states_the_median_when_it_is_not_level():
+    title = viz.ladder_figure(records=FAKE_RECORDS)._suptitle.get_text()
+    assert "Rung 05 reaches 48% of cuBLAS at 8192^3" in title
+    title = viz.ladder_figure(records=ladder_records({2048: 80.0, 4096: 88.0, 8192: 130.0}))._suptitle.get_text()
+    assert "reaches 88% of cuBLAS from 2048^3 up" in title and stated_percentages(title) == [88.0]
+    assert "latency" in viz.ladder_figure(records=ladder_records({1024: 101.0}))._suptitle.get_text()
+
+
 def test_ladder_grid_data_has_one_cell_per_rung_and_size():
     data = viz.ladder_grid_data(FAKE_RECORDS)
     assert data["rungs"] == ["03", "05"] and data["sizes"] == sorted({r["M"] for r in FAKE_RECORDS})
@@ -92,6 +133,8 @@ def test_roofline_data_places_square_gemms_right_of_the_ridge():
     assert data["ridge"] == pytest.approx(175.0)
     assert all(p["intensity"] > data["ridge"] for p in data["points"])
     assert {p["rung"] for p in data["points"]} == {r["rung"] for r in FAKE_RECORDS}
+    title = viz.roofline_figure(ceilings=FAKE_CEILINGS, records=FAKE_RECORDS)._suptitle.get_text()
+    assert "all 3 recorded runs sit right of the ridge at 175 flop/byte" in title and "(4096^3:" in title
 
 
 FIGURE_KWARGS = {

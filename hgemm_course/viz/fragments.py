@@ -15,6 +15,7 @@ def fragments_data():
 
 
 def fragments_figure() -> Figure:
+    """Which lane of a warp holds each element of mma.m16n8k16's A, B and C fragments."""
     data = fragments_data()
     fig = Figure(figsize=(13, 6), layout="constrained")
     axes = fig.subplots(1, 3, width_ratios=[16, 8, 8])

@@ -33,6 +33,7 @@ def swizzle_data(rows=8):
 
 
 def swizzle_figure(*, rows=8) -> Figure:
+    """Where the 128B swizzle stores each 16-byte chunk of a tile's rows, next to the linear layout."""
     data = swizzle_data(rows)
     fig = Figure(figsize=(10, 0.45 * rows + 1.0), layout="constrained")
     for ax, key in zip(fig.subplots(1, 2), ("linear", "swizzled")):
@@ -83,6 +84,7 @@ def banks_data(*, access="ldmatrix.x4", kinds=("linear", "padded", "swizzle128")
 
 def banks_figure(*, access="ldmatrix.x4", kinds=("linear", "padded", "swizzle128"), row_bytes=128,
                  pad_bytes=16) -> Figure:
+    """Bank conflicts of one warp's shared-memory access on linear, padded and swizzled rows."""
     data = banks_data(access=access, kinds=kinds, row_bytes=row_bytes, pad_bytes=pad_bytes)
     fig = Figure(figsize=(11, 2.2 + 1.6 * len(kinds)), layout="constrained")
     for ax, kind in zip(np.atleast_1d(fig.subplots(len(kinds), 1)), kinds):

@@ -22,6 +22,7 @@ def occupancy_data(*, threads=128, regs_per_thread=128, step_bytes=1024):
 
 
 def occupancy_figure(*, threads=128, regs_per_thread=128) -> Figure:
+    """CTAs per SM on sm_90 as shared memory per CTA grows, at a given thread and register count."""
     data = occupancy_data(threads=threads, regs_per_thread=regs_per_thread)
     fig = Figure(figsize=(10, 4.8), layout="constrained")
     ax = fig.subplots()

@@ -32,6 +32,7 @@ def roofline_data(*, ceilings=None, records=None):
 
 
 def roofline_figure(*, ceilings=None, records=None) -> Figure:
+    """The roofline of the recorded ceilings with every recorded square run on it."""
     data = roofline_data(ceilings=ceilings, records=records)
     fig = Figure(figsize=(8, 5), layout="constrained")
     ax = fig.subplots()
@@ -51,7 +52,21 @@ def roofline_figure(*, ceilings=None, records=None) -> Figure:
         ax.scatter([p["intensity"] for p in pts], [p["tflops"] for p in pts], label=f"rung {rung}", zorder=3)
     ax.set_xlabel("arithmetic intensity (flop per byte of A, B, C moved once)")
     ax.set_ylabel("TFLOP/s")
-    fig.suptitle(f"Square fp16 GEMMs from 1024^3 sit right of the ridge: compute-bound on the {data['gpu']}\n"
-                 f"(recorded {data['date'][:10]})")
+    fig.suptitle(f"{data['gpu']}, ceilings of {data['date'][:10]}: {roofline_headline(data)}")
     ax.legend(fontsize=8, loc="lower right")
     return fig
+
+
+def roofline_headline(data):
+    """Where the recorded runs sit against the ridge."""
+    points, ridge = data["points"], data["ridge"]
+    if not points:
+        return "no recorded runs to place"
+    left = sum(p["intensity"] < ridge for p in points)
+    if left:
+        return f"{left} of {len(points)} recorded runs sit left of the ridge at {ridge:.0f} flop/byte: memory caps them"
+    least = min(points, key=lambda p: p["intensity"])
+    M, N, K = least["size"]
+    size = f"{M}^3" if M == N == K else f"{M}x{N}x{K}"
+    return (f"all {len(points)} recorded runs sit right of the ridge at {ridge:.0f} flop/byte\n"
+            f"({size}: {least['intensity']:.0f} flop/byte and up), so compute, not memory, caps them")

@@ -5,6 +5,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
+from ..ladder import r06_supertile as r06
 from ..sim import cta_order, l2_model, launch_index_grid
 from ..sim.l2 import H200_L2_BYTES, H200_SMS
 
@@ -40,6 +41,7 @@ def cta_order_data(*, M=8192, N=8192, BM=128, BN=128, super_m=8, super_n=8, ctas
 
 
 def cta_order_figure(*, M=8192, N=8192, BM=128, BN=128, super_m=8, super_n=8, ctas_in_flight=H200_SMS) -> Figure:
+    """Launch order and first wave of C's tiles, row-major against super tiles."""
     data = cta_order_data(M=M, N=N, BM=BM, BN=BN, super_m=super_m, super_n=super_n, ctas_in_flight=ctas_in_flight)
     fig = Figure(figsize=(12, 5.8), layout="constrained")
     for ax, (name, d) in zip(fig.subplots(1, 2), data.items()):
@@ -57,18 +59,26 @@ def cta_order_figure(*, M=8192, N=8192, BM=128, BN=128, super_m=8, super_n=8, ct
     return fig
 
 
-def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=128, BN=64, BK=64, super_tile_ctas=128,
-                      l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS):
+def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=r06.TILES.bm, BN=r06.TILES.bn, BK=r06.TILES.bk,
+                      super_tile_ctas=r06.SUPER[0] * r06.SUPER[1], l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS,
+                      progress=True):
     """L2 hit rate and DRAM traffic for super tiles of ``super_tile_ctas`` CTAs, from 1 x n (row-major) to m x 1.
 
+    Defaults are rung 06 at 8192^3: its tiles and super-tile size, one CTA per SM. One
+    :func:`~hgemm_course.sim.l2_model` run per shape (about a second each; ``progress``: a tqdm bar on stderr).
     Returns ``{'shapes': [(super_m, super_n)], 'hit_rate', 'dram_bytes', 'wave_footprint_bytes'
     (median bytes of A and B a wave reads over the whole K), 'l2_bytes', 'compulsory_bytes'}``.
     """
+    from tqdm.auto import tqdm
+
     grid_m, grid_n = -(-M // BM), -(-N // BN)
+    if super_tile_ctas > grid_n:
+        raise ValueError(f"super_tile_ctas={super_tile_ctas} is wider than the {grid_n} tile columns of N={N}, so "
+                         f"1 x {super_tile_ctas} would not be row-major; pass at most {grid_n}")
     shapes = [(m, super_tile_ctas // m) for m in (2 ** i for i in range(super_tile_ctas.bit_length()))
-              if m <= grid_m and super_tile_ctas // m <= grid_n and m * (super_tile_ctas // m) == super_tile_ctas]
+              if m <= grid_m and m * (super_tile_ctas // m) == super_tile_ctas]
     hit, dram, footprint = [], [], []
-    for super_m, super_n in shapes:
+    for super_m, super_n in tqdm(shapes, desc="l2 model", unit="shape", disable=not progress):
         result = l2_model(M, N, K, BM, BN, BK, cta_order("supertile", grid_m, grid_n, super_m=super_m, super_n=super_n),
                           l2_bytes=l2_bytes, ctas_in_flight=ctas_in_flight)
         hit.append(result.hit_rate)
@@ -79,19 +89,22 @@ def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=128, BN=64, BK=64, super_til
             "compulsory_bytes": (M * K + K * N) * 2}
 
 
-def l2_supertile_figure(*, M=8192, N=8192, K=8192, BM=128, BN=64, BK=64, super_tile_ctas=128,
-                        l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS) -> Figure:
+def l2_supertile_figure(*, M=8192, N=8192, K=8192, BM=r06.TILES.bm, BN=r06.TILES.bn, BK=r06.TILES.bk,
+                        super_tile_ctas=r06.SUPER[0] * r06.SUPER[1], l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS,
+                        progress=True) -> Figure:
+    """L2 hit rate and DRAM traffic of super tiles of each shape, from one row (row-major) to one column."""
     data = l2_supertile_data(M=M, N=N, K=K, BM=BM, BN=BN, BK=BK, super_tile_ctas=super_tile_ctas,
-                             l2_bytes=l2_bytes, ctas_in_flight=ctas_in_flight)
+                             l2_bytes=l2_bytes, ctas_in_flight=ctas_in_flight, progress=progress)
     labels = [f"{m}x{n}" for m, n in data["shapes"]]
     x = np.arange(len(labels))
     fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.subplots()
-    ax.bar(x, data["hit_rate"], color="#4e79a7", label="L2 hit rate (model)")
+    bars = ax.bar(x, data["hit_rate"], color="#4e79a7", label="L2 hit rate (model)")
+    ax.bar_label(bars, [f"DRAM {b / 2**30:.2f} GiB" for b in data["dram_bytes"]], fontsize=8)
     ax.set_ylim(0, 1)
     ax.set_ylabel("L2 hit rate")
     ax.set_xticks(x, labels)
-    ax.set_xlabel(f"super tile (super_m x super_n CTAs of {BM}x{BN}); 1x{data['shapes'][0][1]} is row-major")
+    ax.set_xlabel(f"super tile (super_m x super_n CTAs of {BM}x{BN}); {labels[0]} is row-major")
     mib = 2 ** 20
     ax2 = ax.twinx()
     ax2.plot(x, data["wave_footprint_bytes"] / mib, "o-", color="#e15759", label="A+B bytes one wave reads")
@@ -101,8 +114,11 @@ def l2_supertile_figure(*, M=8192, N=8192, K=8192, BM=128, BN=64, BK=64, super_t
     handles = ax.get_legend_handles_labels()
     handles2 = ax2.get_legend_handles_labels()
     ax.legend(handles[0] + handles2[0], handles[1] + handles2[1], loc="lower center")
-    best = int(np.argmax(data["hit_rate"]))
-    fig.suptitle(f"{M}x{N}x{K}: super tile {labels[best]} keeps a wave's panels in L2, hit rate "
-                 f"{data['hit_rate'][0]:.2f} -> {data['hit_rate'][best]:.2f}, DRAM "
-                 f"{data['dram_bytes'][0] / data['dram_bytes'][best]:.1f}x less")
+    best = int(np.argmin(data["dram_bytes"]))
+    if data["dram_bytes"][best] < data["dram_bytes"][0]:
+        finding = (f"super tile {labels[best]} reads {data['dram_bytes'][0] / data['dram_bytes'][best]:.1f}x less from "
+                   f"DRAM than row-major (L2 hit rate {data['hit_rate'][0]:.2f} -> {data['hit_rate'][best]:.2f})")
+    else:
+        finding = "no super tile reads less from DRAM than row-major"
+    fig.suptitle(f"Model of {M}x{N}x{K}, {ctas_in_flight} CTAs per wave: {finding}")
     return fig
