@@ -15,7 +15,9 @@ which index threadIdx.x feeds decides the cost:
 
 Write the mapping with x -> col. Indices come as (x, y) pairs, like CUDA's dim3.
 
-Check it:  hgemm-course check ex01
+Check it:  hgemm-course check ex01_naive
+  (checks ./ex01_naive.py, else ./exercises/ex01_naive.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex01_naive --path my_ex01.py
   or in a notebook:  from hgemm_course.check import check; check("ex01", naive_thread_output)
 """
 

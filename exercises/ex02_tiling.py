@@ -14,7 +14,9 @@ Two rules make the copy right and fast:
 Hence thread tid takes vectors tid, tid + threads, tid + 2 * threads, ... while they are
 inside the tile. Return where each of them starts: its (row, col) in the tile.
 
-Check it:  hgemm-course check ex02
+Check it:  hgemm-course check ex02_tiling
+  (checks ./ex02_tiling.py, else ./exercises/ex02_tiling.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex02_tiling --path my_ex02.py
   or in a notebook:  from hgemm_course.check import check; check("ex02", tile_load_coords)
 """
 

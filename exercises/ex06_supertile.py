@@ -20,7 +20,9 @@ Super tiles at the bottom and right edges may stick out of the grid when super_m
 not divide grid_m (or super_n grid_n); the launch has a slot for every position of every
 super tile, and a slot outside the grid returns (-1, -1): that CTA exits at once.
 
-Check it:  hgemm-course check ex06
+Check it:  hgemm-course check ex06_supertile
+  (checks ./ex06_supertile.py, else ./exercises/ex06_supertile.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex06_supertile --path my_ex06.py
   or in a notebook:  from hgemm_course.check import check; check("ex06", supertile_decode, draw=True)
 """
 

@@ -14,7 +14,9 @@
 // next = kt + STAGES - 1 (load_tile(stage, slice)), waiting first, from the second round of the
 // ring on, until every warp has left that stage; then every thread waits until slice kt has landed.
 //
-// Check it:  hgemm-course check ex07
+// Check it:  hgemm-course check ex07_mbarrier
+//   (checks ./ex07_mbarrier.cu, else ./exercises/ex07_mbarrier.cu, else the course's copy; it prints which)
+//   your own copy:     hgemm-course check ex07_mbarrier --path my_ex07.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex07"))
 // Without a GPU the checker compiles the file for sm_90a, inspects the PTX and plays your
 // waits through a model of the ring; with one it also runs your kernel in a separate process

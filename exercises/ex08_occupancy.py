@@ -16,7 +16,9 @@ For a CTA of ``threads`` threads, ``regs_per_thread`` registers (ptxas's report)
 The answer is the smallest of the four counts of whole CTAs. The inputs are CTAs that can
 launch at all (1-1024 threads, 1-255 registers, at most 227 KB of shared memory).
 
-Check it:  hgemm-course check ex08
+Check it:  hgemm-course check ex08_occupancy
+  (checks ./ex08_occupancy.py, else ./exercises/ex08_occupancy.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex08_occupancy --path my_ex08.py
   or in a notebook:  from hgemm_course.check import check; check("ex08", ctas_per_sm)
 """
 

@@ -24,7 +24,9 @@ Write the walk, with `cta` for blockIdx.x and `num_ctas` for gridDim.x:
         -> the (bid_m, bid_n) tiles CTA `cta` computes, in the order it computes them
            (an empty list when all its positions are holes or it has none)
 
-Check it:  hgemm-course check ex11
+Check it:  hgemm-course check ex11_persistent
+  (checks ./ex11_persistent.py, else ./exercises/ex11_persistent.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex11_persistent --path my_ex11.py
   or in a notebook:  from hgemm_course.check import check; check("ex11", persistent_tiles)
 """
 from __future__ import annotations

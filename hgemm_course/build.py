@@ -6,6 +6,10 @@ ptxas's verbose report (asked for with ``-Xptxas=-v``) becomes a
 :class:`KernelResources` per kernel. On a GPU the cubin is loaded through CuPy
 (``cupy.RawModule``), so CuPy never compiles anything itself and a compile error
 is always our message: the compiler's own text, with the file and line.
+
+Two caches: compiled modules in memory, keyed by the source, its options and the
+content of every header it includes; and cubin files in the temporary folder for
+CuPy to load, each named by the sha256 of its bytes and checked against it on load.
 """
 from __future__ import annotations
 
@@ -13,11 +17,12 @@ import hashlib
 import os
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+from .paths import KERNELS_DIR, PTX_SNIPPETS_DIR, write_atomic
 
 DEFAULT_ARCH = "sm_90a"
 
@@ -76,12 +81,7 @@ class CompiledModule:
 
     def function(self, name_expression: str):
         """The kernel as a ``cupy.RawKernel`` (needs a GPU)."""
-        return _load_cubin(self.cubin, self.digest()).get_function(
-            self.lowered.get(name_expression, name_expression)
-        )
-
-    def digest(self) -> str:
-        return hashlib.sha256(self.cubin).hexdigest()[:20]
+        return _raw_module(self.cubin).get_function(self.lowered.get(name_expression, name_expression))
 
 
 _DIAG = re.compile(r"^(?P<file>[^\s()]+)\((?P<line>\d+)\): (?P<kind>error|catastrophic error|warning)[^:]*: (?P<message>.*)$")
@@ -179,20 +179,44 @@ def compile_cuda(
         text, name, extra_dirs = path.read_text(), str(path), (path.parent,)
     else:
         text, name, extra_dirs = source, "<string>.cu", ()
-    return _compile_cached(text, name, tuple(name_expressions), arch, tuple(options),
-                           tuple(str(d) for d in (*extra_dirs, *include_dirs)), _snippets_digest())
+    dirs = (*extra_dirs, *map(Path, include_dirs))
+    return _compile_cached(text, name, tuple(name_expressions), arch, tuple(options), tuple(map(str, dirs)),
+                           _headers_digest(text, (PTX_SNIPPETS_DIR, KERNELS_DIR, *dirs)))
 
 
-def _snippets_digest() -> str:
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def _headers_digest(text: str, search_dirs: tuple[Path, ...]) -> str:
+    """sha256 over every file the source pulls in with ``#include "..."``, followed recursively.
+
+    Part of the compile cache's key, so an edited header (a snippet, or one beside a learner's .cu)
+    is compiled again. Every file of an included name on the search path is hashed, not only the
+    one the compiler picks: an extra file costs at most a needless compile, a missed one a stale cubin.
+    """
     h = hashlib.sha256()
-    for header in sorted(PTX_SNIPPETS_DIR.glob("*.cuh")) + sorted(KERNELS_DIR.glob("*.cuh")):
-        h.update(header.name.encode())
-        h.update(header.read_bytes())
+    seen: set[Path] = set()
+    pending = [(text, ())]                      # (source text, its own folder to search first)
+    while pending:
+        source, own_dir = pending.pop()
+        for name in _QUOTED_INCLUDE.findall(source):
+            for header in ((d / name).resolve() for d in (*own_dir, *search_dirs)):
+                if header in seen or not header.is_file():
+                    continue
+                seen.add(header)
+                body = header.read_bytes()
+                h.update(str(header).encode() + b"\0" + body)
+                pending.append((body.decode(errors="replace"), (header.parent,)))
     return h.hexdigest()
 
 
 @lru_cache(maxsize=64)
 def _compile_cached(text, name, name_expressions, arch, options, include_dirs, _headers_digest) -> CompiledModule:
+    """The in-memory cache: one NVRTC compile per source, options and header contents."""
+    return _nvrtc_compile(text, name, name_expressions, arch, options, include_dirs)
+
+
+def _nvrtc_compile(text, name, name_expressions, arch, options, include_dirs) -> CompiledModule:
     from cuda.bindings import nvrtc
 
     prog = _check(nvrtc.nvrtcCreateProgram(text.encode(), name.encode(), 0, [], []), "create")
@@ -217,13 +241,48 @@ def _compile_cached(text, name, name_expressions, arch, options, include_dirs, _
     return CompiledModule(name, arch, ptx, cubin, log, lowered, parse_ptxas_report(log))
 
 
+# Cubin files for CuPy, which loads a cubin only from a path. Tests point this elsewhere.
+CUBIN_CACHE_DIR = Path(tempfile.gettempdir()) / "hgemm_course_cubins"
+_private_cubin_dir: tempfile.TemporaryDirectory | None = None    # made when the cache folder cannot be written
+
+
+def cubin_file(cubin: bytes) -> Path:
+    """A file holding exactly these cubin bytes, named by their sha256.
+
+    A file whose bytes no longer match its name (cut short, damaged) is written again; every write
+    goes to a temporary name first and is renamed, so a process loading the file meanwhile sees the
+    whole of it. Where the cache folder cannot be written, the cubin goes to a private temporary
+    folder of this process (removed at exit), with one warning per process.
+    """
+    name = hashlib.sha256(cubin).hexdigest() + ".cubin"
+    path = CUBIN_CACHE_DIR / name
+    if _holds(path, cubin):
+        return path
+    try:
+        CUBIN_CACHE_DIR.mkdir(exist_ok=True)
+        return write_atomic(path, cubin)
+    except OSError as exc:
+        return write_atomic(_private_folder(exc) / name, cubin)
+
+
+def _holds(path: Path, cubin: bytes) -> bool:
+    try:
+        return path.read_bytes() == cubin
+    except OSError:
+        return False
+
+
+def _private_folder(reason: OSError) -> Path:
+    global _private_cubin_dir
+    if _private_cubin_dir is None:
+        _private_cubin_dir = tempfile.TemporaryDirectory(prefix="hgemm_course_cubins_")
+        warnings.warn(f"cannot write the cubin cache {CUBIN_CACHE_DIR} ({reason.strerror or reason}); this process "
+                      f"keeps its cubins in {_private_cubin_dir.name} instead", stacklevel=3)
+    return Path(_private_cubin_dir.name)
+
+
 @lru_cache(maxsize=64)
-def _load_cubin(cubin: bytes, digest: str):
+def _raw_module(cubin: bytes):
     import cupy
 
-    folder = Path(tempfile.gettempdir()) / "hgemm_course_cubins"
-    folder.mkdir(exist_ok=True)
-    path = folder / f"{digest}.cubin"
-    if not path.exists():
-        path.write_bytes(cubin)
-    return cupy.RawModule(path=str(path))
+    return cupy.RawModule(path=str(cubin_file(cubin)))

@@ -6,12 +6,18 @@ import difflib
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from . import device
+from .harness import MIN_REPEATS
 
-TOUR_SIM_SHAPE = (48, 40, 72)        # M, N, K: tails in every dimension, small enough for the simulator
-DEFAULT_BENCH_SIZES = (1024, 2048, 4096, 8192)
+SIM_SHAPE = (48, 40, 72)             # M, N, K: tails in every dimension, a few seconds in the simulator
+VERIFY_SIZES = ((257, 136, 72), (1024, 1024, 1024))   # tails in M, N and K (multiples of 8: rungs 03-11), then square
+DEFAULT_BENCH_SIZES = tuple((n, n, n) for n in (1024, 2048, 4096, 8192))
+TUNE_SIZES = ((4096, 4096, 4096), (8192, 8192, 8192))
+NEXT_STEPS = ("Next: open chapter 00 with `jupyter lab chapters/` (jupyter comes with `pip install -e .[dev]`), "
+              "then try an exercise: `hgemm-course check ex05_swizzle`.")
 
 
 def _print_json(obj) -> None:
@@ -19,24 +25,46 @@ def _print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def _parse_size(text: str):
-    parts = [int(p) for p in text.lower().replace("*", "x").split("x")]
-    if len(parts) == 1:
-        return parts[0]
-    if len(parts) != 3:
-        raise argparse.ArgumentTypeError(f"{text!r}: give n (for n x n x n) or MxNxK.")
-    return tuple(parts)
-
-
-# ---------------------------------------------------------------- subcommands
+def _parse_size(text: str) -> tuple[int, int, int]:
+    """argparse type: ``n`` (for n x n x n) or ``MxNxK``, every dimension at least 1."""
+    try:
+        dims = [int(p) for p in text.lower().replace("*", "x").split("x")]
+    except ValueError:
+        dims = []
+    if len(dims) == 1:
+        dims *= 3
+    if len(dims) != 3 or min(dims) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give n (for n x n x n) or MxNxK, each at least 1, "
+                                         "e.g. 4096 or 1000x1000x64")
+    return tuple(dims)
 
 
 def _parse_pair(text: str) -> tuple[int, int]:
+    """argparse type: ``AxB`` (a tile or a super tile), both at least 1."""
     try:
         a, b = (int(x) for x in text.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected two numbers as AxB, e.g. 128x256") from None
+    if min(a, b) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1, e.g. 128x256")
     return a, b
+
+
+def _at_least(minimum: int):
+    """argparse type: a whole number of at least ``minimum``."""
+    def whole_number(text: str) -> int:
+        if not text.isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least {minimum}")
+        return int(text)
+    return whole_number
+
+
+def _sizes_text(shapes) -> str:
+    """Shapes as the command line takes them: 1024 for 1024x1024x1024, else MxNxK."""
+    return " ".join(str(M) if M == N == K else f"{M}x{N}x{K}" for M, N, K in shapes)
+
+
+# ---------------------------------------------------------------- subcommands
 
 
 def cmd_doctor(args) -> int:
@@ -55,9 +83,11 @@ def cmd_list(args) -> int:
     if args.json:
         _print_json(items)
         return 0
-    for r in items:
-        sim = ", runs under CUDASIM" if r["cudasim"] else ""
-        print(f"{r['rung']}  {r['slug']:<11} {r['title']}  [{r['needs']}{sim}]")
+    rows = [("rung", "slug", "needs", "title")] + [
+        (r["rung"], r["slug"], r["needs"] + (", or the simulator" if r["cudasim"] else ""), r["title"]) for r in items]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for *cells, title in rows:
+        print("  ".join(f"{cell:<{w}}" for cell, w in zip(cells, widths)), title, sep="  ")
     return 0
 
 
@@ -105,22 +135,30 @@ def cmd_compile(args) -> int:
     return 1 if any("error" in r for r in rows) else 0
 
 
+def _checked_rungs(ids, shapes) -> list:
+    """The rungs named by ``ids``, each checked against every (M, N, K) shape before anything runs:
+    an unknown rung or a shape a rung cannot take is a ValueError that names the fix."""
+    from .ladder import get
+
+    rungs = [get(rid) for rid in ids]
+    for rung in rungs:
+        for shape in shapes:
+            rung.check_shape(*shape)
+    return rungs
+
+
 def cmd_verify(args) -> int:
     from .harness import verify
-    from .ladder import get, registry
+    from .ladder import registry
 
-    ids = args.rungs or list(registry())
-    sizes = args.sizes or [(257, 129, 64), 1024]
+    simulated = device.cudasim_enabled()           # then only rungs 01-02 run, on small sizes
+    sizes = args.sizes or ([SIM_SHAPE] if simulated else VERIFY_SIZES)
+    ids = args.rungs or [r.id for r in registry().values() if r.cudasim or not simulated]
     failed = 0
-    for rid in ids:
-        for size in sizes:
-            M, N, K = (size, size, size) if isinstance(size, int) else size
-            try:
-                result = verify(get(rid), M, N, K, seed=args.seed)
-            except ValueError as exc:
-                print(f"rung {rid} {M}x{N}x{K}: refused: {exc}")
-                continue
-            print(result.summary())
+    for rung in _checked_rungs(ids, sizes):
+        for M, N, K in sizes:
+            result = verify(rung, M, N, K, seed=args.seed)
+            print(result.summary() + ("" if result.passed else f" (repeat with --seed {result.seed})"), flush=True)
             failed += not result.passed
     return 1 if failed else 0
 
@@ -128,17 +166,18 @@ def cmd_verify(args) -> int:
 def cmd_bench(args) -> int:
     from .harness import bench, format_table
     from .ladder import registry
-    from .results import write_run
+    from .results import run_folder, write_run
 
-    ids = args.rungs or list(registry())
+    folder = run_folder(args.out_dir, record=args.record)  # checked before the run, not after it
+    sizes = args.sizes or DEFAULT_BENCH_SIZES
+    rungs = _checked_rungs(args.rungs or list(registry()), sizes)
     failures = []
-    records = bench(ids, args.sizes or DEFAULT_BENCH_SIZES, repeats=args.repeats, progress=not args.json,
-                    failures=failures)
+    records = bench(rungs, sizes, repeats=args.repeats, progress=not args.json, failures=failures)
     for failed in failures:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})", file=sys.stderr)
     if not records:
         return 1
-    path = write_run(records, folder=args.out_dir)
+    path = write_run(records, folder=folder)
     from .results import load_records
 
     out = [r for r in load_records(path.parent) if r["file"] == path.name]
@@ -152,7 +191,7 @@ def cmd_bench(args) -> int:
 
 def cmd_tune(args) -> int:
     from . import tune
-    from .results import write_run
+    from .results import run_folder, write_run
 
     args.rung = tune.get(args.rung).id          # "11", 11 and "11_persistent" alike
     configs = tune.sweep(args.rung, tiles=args.tiles, stages=args.stages, supers=args.supers, clusters=args.clusters,
@@ -166,14 +205,15 @@ def cmd_tune(args) -> int:
             print(f"run  {cfg.label}: {cfg.ring_bytes() + tune.c_buffer_bytes(args.rung, cfg)} B "
                   "of shared memory by the seed's arithmetic")
         return 0
-    records, _, failures = tune.run(args.rung, args.sizes or [4096, 8192], runnable, repeats=args.repeats)
+    folder = run_folder(args.out_dir, record=args.record)  # checked before the run, not after it
+    records, _, failures = tune.run(args.rung, args.sizes or TUNE_SIZES, runnable, repeats=args.repeats)
     for cfg, failed in failures:
         print(f"verification failed, not timed: {cfg.label}: {failed.summary()} (seed={failed.seed})", file=sys.stderr)
     if not records:
         return 1
     chosen = tune.best(records)
     default = tune.default_config(args.rung)
-    path = write_run(records, kind="tune", folder=args.out_dir,
+    path = write_run(records, kind="tune", folder=folder,
                      extra={"rung": args.rung, "skipped": [[c.label, r] for c, r in skipped],
                             "failed": [[c.label, f.summary()] for c, f in failures],
                             "default": default.label, "best": chosen[0] if chosen else None})
@@ -186,6 +226,9 @@ def cmd_tune(args) -> int:
 
 
 def cmd_ceilings(args) -> int:
+    from .results import run_folder
+
+    folder = run_folder(args.out_dir, record=args.record)  # checked before the run, not after it
     info, reason, _ = device.probe_gpu()
     if info is None:
         print(f"hgemm-course ceilings: measuring needs an NVIDIA GPU and this machine has none ({reason}); "
@@ -196,15 +239,16 @@ def cmd_ceilings(args) -> int:
     from .results import write_run
 
     ceilings = measure_ceilings()
-    path = write_run([ceilings], kind="ceilings", folder=args.out_dir)
+    path = write_run([ceilings], kind="ceilings", folder=folder)
     print(f"The ceiling chain on the {info.name}:\n{format_ceilings(ceilings)}\nwritten to {path}")
     return 0
 
 
 def cmd_limits(args) -> int:
     from .limits import format_limits, run_all
+    from .results import run_folder
 
-    path, data = run_all(n=args.size, folder=args.out_dir)
+    path, data = run_all(n=args.size, folder=run_folder(args.out_dir, record=args.record))
     print(format_limits(data))
     print(f"written to {path}")
     return 0
@@ -214,14 +258,17 @@ def cmd_results(args) -> int:
     from .harness import format_table
     from .results import load_records
 
-    records = load_records(args.dir)
     if args.readme:
         from .paths import REPO_ROOT
         from .results import rewrite_readme
 
-        changed = rewrite_readme(REPO_ROOT / "README.md", records)
+        if args.dir:
+            raise ValueError("--readme writes README's table from the recorded H200 runs in results/ only; "
+                             "leave out --dir.")
+        changed = rewrite_readme(REPO_ROOT / "README.md")
         print("README.md ladder table " + ("rewritten" if changed else "already up to date"))
         return 0
+    records = load_records(args.dir)
     if args.json:
         _print_json(records)
         return 0
@@ -250,6 +297,10 @@ def cmd_profile(args) -> int:
         print(shlex.join(profile.ncu_command(find_ncu() or "ncu", rung, M, N, K, overrides, kernel,
                                              Path("ncu_raw.csv"))))
         return 0
+    from .results import run_folder
+
+    # checked before the run, not after it
+    folder = run_folder(args.out_dir, record=args.record, recorded=profile.profiles_folder())
     try:
         device.require_gpu("Profiling")
     except RuntimeError as exc:
@@ -260,7 +311,7 @@ def cmd_profile(args) -> int:
           "(a few seconds per replay pass)...", flush=True)
     try:
         path = profile.run_profile(rung.id, M, N, K, super_mn=args.super, cluster_m=args.cluster,
-                                   folder=args.out_dir, ncu_path=ncu_path)
+                                   folder=folder, ncu_path=ncu_path)
     except (VerificationError, profile.NcuFailed) as exc:
         print(f"hgemm-course profile: {exc}", file=sys.stderr)
         return 1
@@ -308,13 +359,24 @@ def cmd_viz(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from .paths import PACKAGE_DIR
     from .viz import FIGURES
 
-    if args.name not in FIGURES:
-        print(f"No figure {args.name!r}; choose one of: {', '.join(FIGURES)}", file=sys.stderr)
-        return 2
-    out = Path(args.out or f"{args.name}.png")
-    FIGURES[args.name]().savefig(out, dpi=120, bbox_inches="tight")
+    out = Path(args.out or f"{args.name}.png").resolve()         # default: the current folder
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if not out.parent.is_dir():
+        raise ValueError(f"folder {out.parent} does not exist; create it, or give --out a file in an existing folder.")
+    if not os.access(out.parent, os.W_OK) or PACKAGE_DIR in out.parents:
+        raise ValueError(f"cannot write into {out.parent}; give --out a file in a folder of your own, e.g. "
+                         f"--out ./{out.name}.")
+    if out.suffix.lstrip(".") not in formats:
+        raise ValueError(f"{out.name}: end --out with a type matplotlib writes: {', '.join(sorted(formats))}.")
+    try:
+        FIGURES[args.name]().savefig(out, dpi=120, bbox_inches="tight")
+    except OSError as exc:
+        raise ValueError(f"cannot write {out} ({exc.strerror}); give --out a file in a folder of your own.") from None
     print(f"wrote {out}")
     return 0
 
@@ -326,11 +388,14 @@ def cmd_check(args) -> int:
         for name, text in ALL_EXERCISES.items():
             print(f"{name:<18} {text}")
         return 0
-    return run_check(args.exercise, args.path, draw=args.draw)
+    return run_check(args.exercise, args.path, draw=args.draw, timeout=args.timeout)
 
 
 def cmd_tour(args) -> int:
+    from .results import run_folder
+
     report = device.machine_report()
+    folder = run_folder(args.out_dir, record=args.record) if report.gpu else None  # checked before the run, not after it
     print(device.format_report(report))
     print("\n== Every CUDA kernel compiled for its target (NVRTC, no GPU needed) ==")
     rows = compile_report_rows()
@@ -339,9 +404,10 @@ def cmd_tour(args) -> int:
     if report.gpu is None:
         failures += _tour_without_gpu()
     else:
-        failures += _tour_with_gpu(args)
+        failures += _tour_with_gpu(args, folder)
     print("\n== Recorded H200 results (from results/, not measured now) ==")
     cmd_results(argparse.Namespace(json=False, dir=None, readme=False))
+    print(f"\n{NEXT_STEPS}")
     return 1 if failures else 0
 
 
@@ -357,13 +423,13 @@ def _tour_without_gpu() -> int:
     failed = 0
     for rung in registry().values():
         if rung.cudasim:
-            result = verify(rung, *TOUR_SIM_SHAPE)
+            result = verify(rung, *SIM_SHAPE)
             print(result.summary() + "  (simulated)")
             failed += not result.passed
     return failed
 
 
-def _tour_with_gpu(args) -> int:
+def _tour_with_gpu(args, folder: Path) -> int:
     from .harness import bench, format_table
     from .ladder import registry
     from .results import write_run
@@ -375,7 +441,7 @@ def _tour_with_gpu(args) -> int:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})")
     if not records:
         return 1
-    path = write_run(records, folder=args.out_dir)
+    path = write_run(records, folder=folder)
     print(format_table(records))
     print(f"written to {path}")
     import matplotlib
@@ -384,7 +450,7 @@ def _tour_with_gpu(args) -> int:
     from .results import load_records
     from .viz import FIGURES
 
-    plot = path.parent / "ladder.png"
+    plot = path.with_suffix(".png")
     FIGURES["ladder"](records=[r for r in load_records(path.parent) if r["file"] == path.name]).savefig(
         plot, dpi=120, bbox_inches="tight")
     print(f"plot of this run: {plot}")
@@ -393,115 +459,194 @@ def _tour_with_gpu(args) -> int:
 
 # ---------------------------------------------------------------- parser
 
+EXAMPLES = """\
+A refusal prints one line that names the fix and exits 2; HGEMM_COURSE_TRACEBACK=1 shows the traceback.
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hgemm-course", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+examples:
+  hgemm-course tour                                  what runs here: compile, verify (and time, on a GPU)
+  hgemm-course verify 05 --sizes 1000x1000x64        one rung on one shape, against an FP32 reference
+  hgemm-course bench 05 11 --sizes 4096              time two rungs against cuBLAS
+  hgemm-course viz swizzle                           draw a figure into ./swizzle.png
+  hgemm-course check ex05_swizzle --path my_ex05.py  check your answer to exercise 05
+  hgemm-course diff 05 06                            what chapter 06 changes in the kernel
+"""
 
-    s = sub.add_parser("doctor", help="what GPU, toolchain and packages this machine has")
-    s.add_argument("--json", action="store_true")
+
+def _figure_list(figures: dict | None) -> str | None:
+    """`viz --help`'s list of figures: each name with the first line of its function's docstring."""
+    if not figures:
+        return None
+    import inspect
+
+    width = max(map(len, figures))
+    lines = ["figures:"]
+    for name, fn in figures.items():
+        summary = (inspect.getdoc(fn) or "").partition("\n")[0].replace("``", "")
+        lines.append(f"  {name:<{width}}  {summary}")
+    return "\n".join(lines)
+
+
+def _add_output_arguments(s, recorded: str = "results/") -> None:
+    """--out-dir or --record: where a command that measures writes its run."""
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--out-dir", type=Path, metavar="DIR",
+                       help="folder the run is written to (default: ./hgemm-results/ in the current folder)")
+    where.add_argument("--record", action="store_true",
+                       help=f"write into the course's recorded {recorded} instead of --out-dir; refused unless this "
+                            "is an H200 run with complete provenance (default: off)")
+
+
+def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
+    """The whole command line. ``figures`` is the viz registry, for `viz`'s choices and its list of
+    figures; main() passes it for `viz` only, since importing it imports Numba, and tour must switch
+    the simulator on (NUMBA_ENABLE_CUDASIM) before Numba is first imported."""
+    p = argparse.ArgumentParser(prog="hgemm-course", epilog=EXAMPLES,
+                                description="Verify, time, profile and draw the rungs of an FP16 GEMM ladder, from a\n"
+                                            "naive kernel to Hopper's persistent wgmma kernel. New here? Start with\n"
+                                            "`hgemm-course tour`.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str, **kwargs) -> argparse.ArgumentParser:
+        """A subcommand whose one line shows in `hgemm-course --help` and atop its own --help."""
+        return sub.add_parser(name, help=text, description=text, **kwargs)
+
+    s = command("doctor", "what GPU, toolchain and packages this machine has")
+    s.add_argument("--json", action="store_true", help="print the report as JSON (default: off, text)")
     s.set_defaults(fn=cmd_doctor)
 
-    s = sub.add_parser("list", help="the rungs of the ladder")
-    s.add_argument("--json", action="store_true")
+    s = command("list", "the rungs of the ladder")
+    s.add_argument("--json", action="store_true", help="print the rungs as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_list)
 
-    s = sub.add_parser("tour", help="the main job: doctor, compile, verify (and time, on a GPU), results")
-    s.add_argument("--sizes", nargs="+", type=_parse_size)
-    s.add_argument("--out-dir", type=Path, help="where a GPU tour writes its results (default results/)")
+    s = command("tour", "the main job: doctor, compile, verify (and time, on a GPU), results")
+    s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
+                   help=f"sizes a GPU tour verifies and times, each n (for n x n x n) or MxNxK (default: "
+                        f"{_sizes_text(DEFAULT_BENCH_SIZES)}; without a GPU the simulator runs {_sizes_text([SIM_SHAPE])})")
+    _add_output_arguments(s)
     s.set_defaults(fn=cmd_tour)
 
-    s = sub.add_parser("compile", help="compile every CUDA rung for sm_90a and print the resource report")
-    s.add_argument("--json", action="store_true")
+    s = command("compile", "compile every CUDA rung for sm_90a and print the resource report")
+    s.add_argument("--json", action="store_true", help="print the rows as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_compile)
 
-    s = sub.add_parser("verify", help="run rungs on random inputs and compare with an FP32 reference")
-    s.add_argument("rungs", nargs="*")
-    s.add_argument("--sizes", nargs="+", type=_parse_size)
-    s.add_argument("--seed", type=int)
+    s = command("verify", "run rungs on random inputs and compare with an FP32 reference")
+    s.add_argument("rungs", nargs="*", metavar="RUNG",
+                   help="rungs to verify, e.g. 01 05 11 (default: every rung; rungs 01-02 under NUMBA_ENABLE_CUDASIM=1)")
+    s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
+                   help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(VERIFY_SIZES)}; "
+                        f"{_sizes_text([SIM_SHAPE])} under NUMBA_ENABLE_CUDASIM=1)")
+    s.add_argument("--seed", type=_at_least(0),
+                   help="seed of the random inputs, to repeat a failure (default: a fresh one, printed on failure)")
     s.set_defaults(fn=cmd_verify)
 
-    s = sub.add_parser("bench", help="verify, then time rungs against cuBLAS; writes results/*.json")
-    s.add_argument("rungs", nargs="*")
-    s.add_argument("--sizes", nargs="+", type=_parse_size)
-    s.add_argument("--repeats", type=int, default=30)
-    s.add_argument("--out-dir", type=Path)
-    s.add_argument("--json", action="store_true")
+    s = command("bench", "verify, then time rungs against cuBLAS (needs a GPU)")
+    s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to time, e.g. 05 11 (default: every rung)")
+    s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
+                   help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(DEFAULT_BENCH_SIZES)})")
+    s.add_argument("--repeats", type=_at_least(MIN_REPEATS), default=30,
+                   help=f"timed launches per rung and size, of which the median counts (default: 30, at least {MIN_REPEATS})")
+    _add_output_arguments(s)
+    s.add_argument("--json", action="store_true", help="print the records as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_bench)
 
-    s = sub.add_parser("tune", help="sweep a Hopper rung's tiles, stages, order, clusters and consumers; "
-                                    "writes results/tune_*.json")
-    s.add_argument("rung", help="09, 10 or 11")
-    s.add_argument("--sizes", nargs="+", type=_parse_size, help="default: 4096 8192")
-    s.add_argument("--tiles", nargs="+", type=_parse_pair, help="BMxBN, e.g. 128x256 256x128")
-    s.add_argument("--stages", nargs="+", type=int)
-    s.add_argument("--supers", nargs="+", type=_parse_pair, help="SUPER_MxSUPER_N, e.g. 16x2 8x4")
-    s.add_argument("--clusters", nargs="+", type=int, help="CTAs per cluster along M (rung 11): 1 2")
-    s.add_argument("--consumers", nargs="+", type=int, help="consumer warpgroups (rung 11): 2 1")
-    s.add_argument("--repeats", type=int, default=30)
-    s.add_argument("--dry-run", action="store_true", help="only list what would run and what is skipped, and why")
-    s.add_argument("--out-dir", type=Path)
+    s = command("tune", "sweep a Hopper rung's tiles, stages, order, clusters and consumers (needs a GPU, "
+                        "except with --dry-run)")
+    s.add_argument("rung", help="the rung to tune: 09, 10 or 11")
+    s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
+                   help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(TUNE_SIZES)})")
+    sweep = "the rung's sweep; --dry-run lists it"
+    s.add_argument("--tiles", nargs="+", type=_parse_pair, metavar="BMxBN",
+                   help=f"tiles, BM 64, 128, 192 or 256 and BN 64, 128 or 256, e.g. 128x256 256x128 (default: {sweep})")
+    s.add_argument("--stages", nargs="+", type=int, help=f"ring stages, 3 or more as shared memory allows, e.g. 3 4 5 (default: {sweep})")
+    s.add_argument("--supers", nargs="+", type=_parse_pair, metavar="SMxSN",
+                   help=f"super tiles in output tiles, e.g. 16x2 8x4 (default: {sweep})")
+    s.add_argument("--clusters", nargs="+", type=int,
+                   help="CTAs per cluster along M: 1 or 2 on rung 11, 1 elsewhere (default: 1 2 on rung 11)")
+    s.add_argument("--consumers", nargs="+", type=int,
+                   help="consumer warpgroups: 1 or 2 on rung 11, 2 elsewhere (default: 2 1 on rung 11)")
+    s.add_argument("--repeats", type=_at_least(MIN_REPEATS), default=30,
+                   help=f"timed launches per configuration and size (default: 30, at least {MIN_REPEATS})")
+    s.add_argument("--dry-run", action="store_true",
+                   help="only list what would run and what is skipped, and why; no GPU needed (default: off)")
+    _add_output_arguments(s)
     s.set_defaults(fn=cmd_tune)
 
-    s = sub.add_parser("ceilings", help="measure the ceiling chain: FP32 cores, mma.sync bounds, cuBLAS, "
-                                        "copy bandwidth (about a minute)")
-    s.add_argument("--out-dir", type=Path)
+    s = command("ceilings", "measure the ceiling chain: FP32 cores, mma.sync bounds, cuBLAS, copy bandwidth "
+                            "(about a minute, on a GPU)")
+    _add_output_arguments(s)
     s.set_defaults(fn=cmd_ceilings)
 
-    s = sub.add_parser("limits", help="chapter 08's experiments: occupancy cliffs, carveout, BK=32, BN and stages")
-    s.add_argument("--size", type=int, default=8192)
-    s.add_argument("--out-dir", type=Path)
+    s = command("limits", "chapter 08's experiments: occupancy cliffs, carveout, BK=32, BN and stages (on a GPU)")
+    s.add_argument("--size", type=_at_least(1), default=8192, help="M = N = K of the experiments (default: 8192)")
+    _add_output_arguments(s)
     s.set_defaults(fn=cmd_limits)
 
-    s = sub.add_parser("results", help="the recorded GPU results")
-    s.add_argument("--json", action="store_true")
-    s.add_argument("--dir", type=Path)
-    s.add_argument("--readme", action="store_true", help="rewrite README.md's ladder table from the records")
+    s = command("results", "the recorded GPU results")
+    s.add_argument("--json", action="store_true", help="print the records as JSON (default: off, a table)")
+    s.add_argument("--dir", type=Path, help="folder to read (default: the recorded results/)")
+    s.add_argument("--readme", action="store_true",
+                   help="rewrite README.md's ladder table from the records (default: off)")
     s.set_defaults(fn=cmd_results)
 
-    s = sub.add_parser("profile", help="one launch of a rung under Nsight Compute: tensor pipe, stalls, memory; "
-                                       "writes results/profiles/profile_*.json and ncu's CSV")
-    s.add_argument("rung")
+    s = command("profile", "one launch of a rung under Nsight Compute: tensor pipe, stalls, memory; "
+                           "writes a profile_*.json and ncu's CSV")
+    s.add_argument("rung", help="the rung to profile, e.g. 05 (rungs 03 and up)")
     shape = s.add_mutually_exclusive_group()
-    shape.add_argument("--size", type=int, default=8192, help="M = N = K (default 8192)")
-    shape.add_argument("--shape", type=_parse_size, help="MxNxK, e.g. 4096x8192x2048")
-    s.add_argument("--super", type=int, nargs=2, metavar=("SM", "SN"), help="super tile, in output tiles (06 and up)")
-    s.add_argument("--cluster", type=int, help="CTAs per cluster along M (rung 11)")
-    s.add_argument("--out-dir", type=Path, help="default results/profiles/")
-    s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop (no GPU needed)")
+    shape.add_argument("--size", type=_at_least(1), default=8192, help="M = N = K (default: 8192)")
+    shape.add_argument("--shape", type=_parse_size, help="MxNxK instead of --size, e.g. 4096x8192x2048 (default: --size)")
+    s.add_argument("--super", type=_at_least(1), nargs=2, metavar=("SM", "SN"),
+                   help="super tile in output tiles, rungs 06 and up (default: the rung's own)")
+    s.add_argument("--cluster", type=_at_least(1), help="CTAs per cluster along M, rung 11 only (default: the rung's own)")
+    _add_output_arguments(s, recorded="results/profiles/")
+    s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop; no GPU needed (default: off)")
     s.set_defaults(fn=cmd_profile)
 
-    s = sub.add_parser("profiles", help="the recorded profiles, newest per rung, shape and variant")
-    s.add_argument("rungs", nargs="*")
-    s.add_argument("--json", action="store_true")
+    s = command("profiles", "the recorded profiles, newest per rung, shape and variant")
+    s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to show, e.g. 05 06 (default: every rung)")
+    s.add_argument("--json", action="store_true", help="print the profiles as JSON (default: off, a table)")
     s.add_argument("--dir", type=Path, help="default results/profiles/")
     s.set_defaults(fn=cmd_profiles)
 
-    s = sub.add_parser("diff", help="unified diff of two rungs' kernel sources")
-    s.add_argument("a")
-    s.add_argument("b")
-    s.add_argument("-U", "--context", type=int, default=3)
+    s = command("diff", "unified diff of two rungs' kernel sources: what a chapter changes")
+    s.add_argument("a", metavar="OLD", help="the earlier rung, e.g. 05")
+    s.add_argument("b", metavar="NEW", help="the later rung, e.g. 06")
+    s.add_argument("-U", "--context", type=_at_least(0), default=3, help="lines of context around each change (default: 3)")
     s.set_defaults(fn=cmd_diff)
 
-    s = sub.add_parser("viz", help="draw one of the course's figures")
-    s.add_argument("name")
-    s.add_argument("--out")
+    s = command("viz", "draw one of the course's figures into a file", epilog=_figure_list(figures),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("name", choices=figures, metavar="NAME", help="the figure, one of those listed below")
+    s.add_argument("--out", help="the file to write, .png, .pdf or .svg (default: ./NAME.png in the current folder)")
     s.set_defaults(fn=cmd_viz)
 
-    s = sub.add_parser("check", help="check your solution of an exercise")
-    s.add_argument("exercise", nargs="?")
-    s.add_argument("--path")
-    s.add_argument("--list", action="store_true")
-    s.add_argument("--draw", action="store_true", help="save a picture of your answer next to the right one")
+    s = command("check", "check your solution of an exercise in a separate process (exit code 0 pass, 1 fail, "
+                         "2 could not check)")
+    s.add_argument("exercise", nargs="?", help="ex05_swizzle, ex05 or 5 (default: list the exercises)")
+    s.add_argument("--path", help="your file (default: ./EXERCISE.py, else ./exercises/EXERCISE.py, else the "
+                                  "checkout's exercises/EXERCISE.py; .cu for a kernel exercise)")
+    s.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="how long your code may run before the check fails (default: 60; 120 for the GPU run "
+                        "of a .cu exercise)")
+    s.add_argument("--list", action="store_true", help="list the exercises (default: off)")
+    s.add_argument("--draw", action="store_true",
+                   help="save a picture of your answer next to the right one (default: off)")
     s.set_defaults(fn=cmd_check)
     return p
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    figures = None
+    if argv[:1] == ["viz"]:                  # only viz needs the figure registry, which imports Numba
+        from .viz import FIGURES as figures
+    args = build_parser(figures).parse_args(argv)
+    warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"   # one line each
     try:
         return args.fn(args)
-    except (ValueError, TypeError, RuntimeError) as exc:
+    except (ValueError, TypeError, RuntimeError) as exc:     # the package's refusals, each naming its fix
+        if os.environ.get("HGEMM_COURSE_TRACEBACK"):          # for a developer chasing a bug behind a refusal
+            raise
         print(f"hgemm-course {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:          # `hgemm-course list --json | head`

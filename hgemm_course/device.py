@@ -118,7 +118,8 @@ def require_gpu(what: str) -> GpuInfo:
         raise RuntimeError(
             f"{what} needs an NVIDIA GPU, and this machine has none usable: {reason}. "
             "Without a GPU you can still compile every kernel (`hgemm-course tour`), run the simulators, "
-            "and run rungs 01-02 under the Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1)."
+            "and run rungs 01-02 on the CPU under the Numba CUDA simulator: "
+            "`NUMBA_ENABLE_CUDASIM=1 hgemm-course verify 01 02`."
         )
     return info
 
@@ -224,7 +225,8 @@ def format_report(report: MachineReport) -> str:
         lines += [
             "Runs here without a GPU: the simulators (swizzle, banks, CTA order, L2, occupancy, fragments),",
             "compiling every kernel for sm_90a with its resource report, rungs 01-02 under the Numba CUDA",
-            "simulator on tiny sizes, the exercise checkers, and the recorded H200 results.",
+            "simulator on tiny sizes (`NUMBA_ENABLE_CUDASIM=1 hgemm-course verify 01 02`), the exercise",
+            "checkers, and the recorded H200 results.",
             "Needs a GPU: verifying and timing kernels, cuBLAS comparisons, the GPU tests (pytest -m gpu).",
         ]
     for w in report.warnings:

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import device
-from .ceilings import measure_ceilings  # noqa: F401  (moved to ceilings.py; chapter 00 imports it from here)
 from .ladder import Rung, get
 
 # fp16 output rounding alone gives a relative error near 2^-11 / sqrt(3) = 2.8e-4;
@@ -205,6 +204,9 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
 
+MIN_REPEATS = 20                   # the fewest timed launches whose median bench trusts
+
+
 def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,
           failures: list | None = None) -> list[BenchRecord]:
     """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process.
@@ -219,8 +221,8 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     gpu = device.require_gpu("Benchmarking")
     rungs = [get(r) if not isinstance(r, Rung) else r for r in rungs]
     shapes = [(s, s, s) if isinstance(s, int) else tuple(s) for s in sizes]
-    if repeats < 20:
-        raise ValueError(f"repeats={repeats}: a median needs at least 20 timed runs.")
+    if repeats < MIN_REPEATS:
+        raise ValueError(f"repeats={repeats}: a median needs at least {MIN_REPEATS} timed runs.")
     jobs = [(shape, rung) for shape in shapes for rung in rungs
             if rung.max_bench_size is None or max(shape) <= rung.max_bench_size]
     records = []

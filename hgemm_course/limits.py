@@ -183,7 +183,8 @@ def variant_timings(n: int = 8192, *, repeats: int = 30) -> list[dict]:
 
 
 def run_all(*, n: int = 8192, folder=None):
-    """Every experiment; written to results/limits_<gpu>_<date>.json. Returns (path, data)."""
+    """Every experiment; written to ``folder`` (default ./hgemm-results/) as limits_<gpu>_<date>_<suffix>.json.
+    Returns (path, data)."""
     from .results import write_run
 
     data = {"occupancy_cliff": occupancy_cliff(), "carveout": carveout(), "bk32": bk32_under_swizzle128(),

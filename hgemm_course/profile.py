@@ -4,8 +4,9 @@
 target, :func:`target_main`): fresh random fp16 inputs, C poisoned with NaN, one warm-up launch, then the launch
 ncu profiles, then C is checked. ncu keeps the card's own clocks (``--clock-control none``) and flushes the
 caches before each replay pass (``--cache-control all``), so every pass starts from a cold L2. A wrong C makes
-the profile worthless: nothing is recorded. The record goes to ``results/profiles/profile_<gpu>_<date>.json``
-(through :func:`hgemm_course.results.write_run`, with provenance), ncu's raw CSV beside it with the same stem.
+the profile worthless: nothing is recorded. The record goes to ``profile_<gpu>_<date>_<suffix>.json`` in
+./hgemm-results/ (``--record``: the course's ``results/profiles/``), through :func:`hgemm_course.results.write_run`
+with provenance, and ncu's raw CSV beside it with the same stem.
 
 What a record holds, besides rung, shape, ``variant`` (the launcher settings changed: "default", "super 16x2",
 "cluster 2") and ncu's kernel name:
@@ -40,7 +41,7 @@ from . import device, harness, ncu, results
 from .harness import VerificationError
 from .ladder import get, registry
 from .ladder.nvrtc_kernel import launched_kernel
-from .paths import results_dir
+from .paths import results_dir, write_atomic
 
 TARGET_MODULE = "hgemm_course.profile"
 PROFILE_TIMEOUT_S = 900         # compile, a dozen replay passes of an 8192^3 launch, the check: minutes at most
@@ -266,12 +267,14 @@ def _ncu_said(*texts: str) -> str:
 
 
 def profiles_folder(folder: Path | None = None) -> Path:
+    """Where profiles are read from: ``folder``, default the recorded results/profiles/."""
     return Path(folder) if folder else results_dir() / "profiles"
 
 
 def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, int] | None = None,
                 cluster_m: int | None = None, folder: Path | None = None, ncu_path: str | None = None) -> Path:
-    """Profile one launch under ncu and record it; returns the JSON's path (ncu's CSV beside it, ``.csv``).
+    """Profile one launch under ncu and record it in ``folder`` (default ./hgemm-results/); returns the JSON's path
+    (ncu's CSV beside it, ``.csv``).
     Raises VerificationError on a wrong C and NcuFailed when ncu gives no profile; records nothing then."""
     rung, overrides, kernel = launch_config(rung_id, M, N, K, super_mn=super_mn, cluster_m=cluster_m)
     ncu_path = ncu_path or require_ncu()
@@ -299,9 +302,9 @@ def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, in
                         "of that name launched first?")
     record = profile_record(rows[0], rung=rung.id, M=M, N=N, K=K, variant=variant_label(overrides))
     version = subprocess.run([ncu_path, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
-    path = results.write_run([record], kind="profile", folder=profiles_folder(folder),
+    path = results.write_run([record], kind="profile", folder=folder,
                              extra={"ncu": version[-1] if version else None, "ncu_command": shlex.join(command)})
-    path.with_suffix(".csv").write_text(log)
+    write_atomic(path.with_suffix(".csv"), log)
     return path
 
 

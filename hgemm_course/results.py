@@ -1,20 +1,28 @@
-"""Recorded GPU figures: every benchmark run is one JSON file under results/ with its provenance.
+"""GPU figures: every benchmark run is one JSON file with its provenance.
 
 A file holds ``{"provenance": {...}, "records": [...]}``; a record is one (rung, size)
 with its median, every sample, and cuBLAS timed in the same process. Nothing here
 makes a figure up: :func:`load_records` only reads what a real run wrote.
+
+Runs go to ./hgemm-results/ (or a folder of your choice); the course's recorded H200
+figures in results/ change only through ``--record`` (see :func:`run_folder`), so a run
+on another GPU never replaces the figures README's table is written from.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import re
+import secrets
+import warnings
 from pathlib import Path
 
 from . import device
-from .paths import results_dir
+from .paths import require_writable, results_dir, user_results_dir, write_atomic
 
 RECORD_KEYS = ("rung", "M", "N", "K", "tflops", "cublas_tflops", "pct_cublas", "gpu", "date")
+RECORDED_GPU = "H200"                 # the GPU whose runs results/ and README's table hold
+RECORD_NEEDS = ("driver", "cuda_runtime", "nvrtc", "packages", "date")
 
 
 def provenance(extra: dict | None = None) -> dict:
@@ -38,9 +46,30 @@ def provenance(extra: dict | None = None) -> dict:
     return out
 
 
+def run_folder(out_dir: Path | None = None, *, record: bool = False, recorded: Path | None = None) -> Path:
+    """The folder a run will write, checked before the run starts (a RuntimeError of one line if it cannot be).
+
+    ``out_dir``, default ./hgemm-results/; with ``record``, the course's recorded folder (``recorded``,
+    default results/), and only from an H200 with complete provenance.
+    """
+    if not record:
+        return require_writable(Path(out_dir) if out_dir else user_results_dir())
+    recorded = Path(recorded) if recorded else results_dir()
+    prov = provenance()
+    gpu = prov["gpu"]
+    problems = [] if gpu and RECORDED_GPU in gpu else [f"the GPU is {gpu}" if gpu else "there is no GPU"]
+    problems += [f"{key} is unknown" for key in RECORD_NEEDS if not prov[key]]
+    problems += [f"{name}'s version is unknown" for name, version in prov["packages"].items() if not version]
+    if problems:
+        raise RuntimeError(f"--record writes the course's recorded {recorded} and takes only an {RECORDED_GPU} run "
+                           f"with complete provenance, but {', '.join(problems)}; leave out --record to write to "
+                           "./hgemm-results/ (or --out-dir DIR).")
+    return require_writable(recorded, "make it writable, or leave out --record to write to ./hgemm-results/")
+
+
 def write_run(records, *, kind: str = "bench", folder: Path | None = None, extra: dict | None = None) -> Path:
-    """Write one run's records with provenance; returns the file's path."""
-    folder = Path(folder) if folder else results_dir()
+    """Write one run's records with provenance (default folder ./hgemm-results/); returns the file's path."""
+    folder = Path(folder) if folder else user_results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     prov = provenance(extra)
     rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
@@ -49,27 +78,51 @@ def write_run(records, *, kind: str = "bench", folder: Path | None = None, extra
         r.setdefault("date", prov["date"])
     gpu_tag = re.sub(r"[^A-Za-z0-9]+", "-", prov["gpu"] or "nogpu").strip("-").lower()
     stamp = prov["date"].replace(":", "").replace("-", "")[:15]
-    path = folder / f"{kind}_{gpu_tag}_{stamp}.json"
-    path.write_text(json.dumps({"provenance": prov, "records": rows}, indent=1) + "\n")
-    return path
+    # a random suffix: runs written in the same second (several processes at once) get different names
+    path = folder / f"{kind}_{gpu_tag}_{stamp}_{secrets.token_hex(3)}.json"
+    return write_atomic(path, json.dumps({"provenance": prov, "records": rows}, indent=1) + "\n")
 
 
-def load_runs(folder: Path | None = None, *, kind: str = "bench") -> list[tuple[Path, dict]]:
-    """Every recorded run of this kind, oldest first."""
+def _read_run(path: Path) -> dict:
+    """One run file, or a ValueError saying why it is not one."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(exc) from None
+    if not (isinstance(data, dict) and isinstance(data.get("provenance"), dict)
+            and isinstance(data["provenance"].get("date"), str) and isinstance(data.get("records"), list)):
+        raise ValueError("no provenance with a date, or no list of records")
+    return data
+
+
+def load_runs(folder: Path | None = None, *, kind: str = "bench", gpu: str | None = None) -> list[tuple[Path, dict]]:
+    """Every run of this kind in the folder (default: the recorded results/), oldest first.
+
+    ``gpu``: only runs whose provenance names a GPU containing it ("H200"). A file that is not a
+    complete run (cut short by a crash, edited by hand) is skipped with a warning that names it.
+    """
     folder = Path(folder) if folder else results_dir()
     runs = []
     for path in sorted(folder.glob(f"{kind}_*.json")):
-        data = json.loads(path.read_text())
-        runs.append((path, data))
+        try:
+            data = _read_run(path)
+        except ValueError as exc:
+            warnings.warn(f"skipped {path}: not a complete run file ({exc})", stacklevel=2)
+            continue
+        if gpu is None or gpu in (data["provenance"].get("gpu") or ""):
+            runs.append((path, data))
     runs.sort(key=lambda pd: pd[1]["provenance"]["date"])
     return runs
 
 
-def load_records(folder: Path | None = None, *, latest_only: bool = True) -> list[dict]:
-    """Flat records with RECORD_KEYS (plus ``file``); by default the newest per (rung, M, N, K)."""
+def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: str | None = None) -> list[dict]:
+    """Flat records with RECORD_KEYS (plus ``file``); by default the newest per (rung, M, N, K).
+
+    ``folder`` defaults to the recorded results/; ``gpu`` keeps only runs on that GPU (see :func:`load_runs`).
+    """
     rows = {}
     listing = []
-    for path, data in load_runs(folder):
+    for path, data in load_runs(folder, gpu=gpu):
         prov = data["provenance"]
         for r in data["records"]:
             row = {k: r.get(k, prov.get(k)) for k in RECORD_KEYS}
@@ -86,10 +139,13 @@ README_END = "<!-- ladder-table:end -->"
 
 
 def ladder_markdown(records: list[dict] | None = None) -> str:
-    """README's ladder table: per rung, TFLOP/s and % of cuBLAS (same run) at each recorded square size."""
+    """README's ladder table: per rung, TFLOP/s and % of cuBLAS (same run) at each recorded square size.
+
+    By default from the recorded H200 runs only: a run on another GPU never enters README.
+    """
     from .ladder import registry
 
-    records = load_records() if records is None else records
+    records = load_records(gpu=RECORDED_GPU) if records is None else records
     square = sorted({r["M"] for r in records if r["M"] == r["N"] == r["K"]})
     by_key = {(r["rung"], r["M"]): r for r in records if r["M"] == r["N"] == r["K"]}
     head = "| rung | idea | " + " | ".join(f"{n}^3" for n in square) + " |"
@@ -111,5 +167,5 @@ def rewrite_readme(readme_path: Path, records: list[dict] | None = None) -> bool
     start, end = text.index(README_BEGIN) + len(README_BEGIN), text.index(README_END)
     new = text[:start] + "\n" + ladder_markdown(records) + "\n" + text[end:]
     if new != text:
-        readme_path.write_text(new)
+        write_atomic(readme_path, new)
     return new != text

@@ -1,7 +1,8 @@
 """Tuning sweeps of the Hopper rungs (09 wgmma, 10 warp specialization, 11 persistent): ``hgemm-course tune RUNG``.
 
 A sweep walks the product of tile shapes, ring stages, super-tile orders and (rung 11) cluster sizes and
-consumer warpgroups (seed 001's 1p1c against 1p2c).
+consumer warpgroups (seed 001's 1p1c against 1p2c). A value of an axis that no configuration can use
+(a 96-row tile, 2 stages, 3 consumers) is refused before anything is planned.
 Before anything is compiled or launched, each configuration is checked against the shared-memory
 budget with seed 001's arithmetic, stages x (BM + BN) x BK x 2 bytes of ring (plus rung 11's
 C panel buffers) against the 227 KiB a CTA may have on sm_90, and against the rung's own
@@ -22,6 +23,7 @@ from functools import partial
 
 from .ladder import get
 from .ladder.nvrtc_kernel import SMEM_PER_CTA_OPTIN
+from .ladder.r09_wgmma import WGMMA_N
 
 TUNABLE = ("09", "10", "11")
 BK = 64                                      # every Hopper rung: one 128-byte swizzle row of A per stage row
@@ -117,10 +119,40 @@ SPACES = {
 }
 
 
+def check_axes(rung_id: str, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None) -> None:
+    """Refuse, naming the fix, an axis value that no configuration of the rung can use; combinations
+    of usable values that the rung cannot run are left to :func:`plan`, which skips them with a reason.
+    Clusters and consumers take the values of the rung's space (rung 11's kernel: 1 or 2 of each)."""
+    rung_id = get(rung_id).id
+    smallest_stage = (64 + 64) * BK * 2                      # one ring stage of the smallest tile, 64x64
+    max_stages = SMEM_PER_CTA_OPTIN // smallest_stage
+    for bm, bn in tiles or ():
+        if bm < 64 or bm > 256 or bm % 64:
+            raise ValueError(f"tile {bm}x{bn}: BM must be 64, 128, 192 or 256 (whole m64 wgmma products, at most "
+                             "256 rows per TMA box).")
+        if bn not in WGMMA_N:
+            raise ValueError(f"tile {bm}x{bn}: BN must be one of {', '.join(map(str, WGMMA_N))} (one wgmma covers "
+                             "the tile's width).")
+    for s in stages or ():
+        if not 3 <= s <= max_stages:
+            raise ValueError(f"stages={s}: use 3 to {max_stages}; wgmma still reads one stage while the next is loaded, "
+                             f"and {max_stages} stages of the smallest tile (64x64) fill the {SMEM_PER_CTA_OPTIN} B of a CTA.")
+    for sm, sn in supers or ():
+        if sm < 1 or sn < 1:
+            raise ValueError(f"super tile {sm}x{sn}: both sides count output tiles; use at least 1x1.")
+    for axis, values in (("clusters", clusters), ("consumers", consumers)):
+        allowed = sorted(SPACES[rung_id][axis])
+        for value in values or ():
+            if value not in allowed:
+                raise ValueError(f"{axis}={value}: rung {rung_id} runs with {' or '.join(map(str, allowed))} only.")
+
+
 def sweep(rung_id: str, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None) -> list[TuneConfig]:
-    """The product of the sweep's axes (the rung's default space where an axis is not given)."""
+    """The product of the sweep's axes (the rung's default space where an axis is not given), each
+    given value first checked by :func:`check_axes`."""
     rung_id = get(rung_id).id
     _module(rung_id)
+    check_axes(rung_id, tiles=tiles, stages=stages, supers=supers, clusters=clusters, consumers=consumers)
     space = SPACES[rung_id]
     axes = (tiles or space["tiles"], stages or space["stages"], supers or space["supers"],
             clusters or space["clusters"], consumers or space["consumers"])

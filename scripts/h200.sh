@@ -4,8 +4,12 @@
 # Steps (STEPS env, default all): doctor, ceilings, gpu tests, tour (the main job: every rung verified
 # and timed at SIZES, with its plot), bench (RUNGS at SIZES), profiles (ncu on every tensor-core rung at
 # PROFILE_SIZE, and rung 06 in row-major order), ablate (scripts/ablate_mma_feeding.py), limits (chapter
-# 08's experiments), sanitize (compute-sanitizer on rungs 03-07 and rung 07's 2-CTA/SM tiles), notebooks.
-# Everything it writes goes under $OUT; results/*.json from the bench come back to commit.
+# 08's experiments), sanitize (compute-sanitizer on rungs 03-07 and rung 07's 2-CTA/SM tiles), notebooks,
+# venv (a fresh venv installed offline with pyproject.toml's pins, then `pytest -m gpu` in it), api (gemm()
+# against the bare kernel launch, scripts/api_vs_launch.py).
+# Everything it writes goes under $OUT. The measuring steps pass --record (refused unless this is an H200 run
+# with complete provenance), so their runs land in results/; at the end every file they added there is copied
+# to $OUT/results/, laid out as in the repository, to commit.
 set -uo pipefail
 OUT=${OUT:-$PWD/.device_out}
 STEPS=${STEPS:-"doctor ceilings tests tour notebooks"}
@@ -13,6 +17,7 @@ SIZES=${SIZES:-"1024 2048 4096 8192"}
 RUNGS=${RUNGS:-}
 PYTEST_ARGS=${PYTEST_ARGS:-}
 mkdir -p "$OUT"
+touch "$OUT/.started"
 if compgen -G ".whl/*.whl" > /dev/null; then
   # numpy 2.4 for numba-cuda 0.30 (the image's 2.5 breaks its launches); nbval and a kernel for notebooks
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -29,36 +34,51 @@ if step doctor; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/doctor.txt"
 fi
 if step ceilings; then
-  hg ceilings --out-dir "$OUT" 2>&1 | tee "$OUT/ceilings.txt"
+  hg ceilings --record 2>&1 | tee "$OUT/ceilings.txt"
 fi
 if step tests; then
   # shellcheck disable=SC2086
   python3 -m pytest -m gpu tests -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_gpu.txt"
   status=$((status | PIPESTATUS[0]))
 fi
+if step venv; then
+  # No registry here: the fresh venv takes the image's packages where they fit pyproject.toml's pins
+  # (--system-site-packages) and the carried wheels for the rest (numpy below the image's 2.5, hatchling).
+  rm -rf /tmp/venv && python3 -m venv --system-site-packages /tmp/venv
+  (unset PYTHONPATH
+   /tmp/venv/bin/python -m pip install -q --no-index --find-links .whl hatchling &&
+   /tmp/venv/bin/python -m pip install -q --no-index --find-links .whl --no-build-isolation -e . &&
+   /tmp/venv/bin/python -m pip list 2>/dev/null | grep -E "^(numpy|numba|numba-cuda|cupy-cuda13x|hgemm-course) " &&
+   /tmp/venv/bin/python -m pytest -m gpu tests -q -p no:cacheprovider) 2>&1 | tee "$OUT/venv.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
+if step api; then
+  python3 scripts/api_vs_launch.py --sizes 4096 8192 --out results 2>&1 | tee "$OUT/api.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
 if step tour; then
   # shellcheck disable=SC2086
-  hg tour --sizes $SIZES --out-dir "$OUT" 2>&1 | tee "$OUT/tour.txt"
+  hg tour --sizes $SIZES --record 2>&1 | tee "$OUT/tour.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step bench; then
   # shellcheck disable=SC2086
-  hg bench $RUNGS --sizes $SIZES --out-dir "$OUT" 2>&1 | tee "$OUT/bench.txt"
+  hg bench $RUNGS --sizes $SIZES --record 2>&1 | tee "$OUT/bench.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step profiles; then
   for r in ${PROFILE_RUNGS:-03 04 05 06 07 09 10 11}; do
-    hg profile "$r" --size "${PROFILE_SIZE:-8192}" --out-dir "$OUT/profiles" 2>&1 | tee -a "$OUT/profiles.txt"
+    hg profile "$r" --size "${PROFILE_SIZE:-8192}" --record 2>&1 | tee -a "$OUT/profiles.txt"
     status=$((status | PIPESTATUS[0]))
   done
-  hg profile 06 --size "${PROFILE_SIZE:-8192}" --super 1 64 --out-dir "$OUT/profiles" 2>&1 | tee -a "$OUT/profiles.txt"
+  hg profile 06 --size "${PROFILE_SIZE:-8192}" --super 1 64 --record 2>&1 | tee -a "$OUT/profiles.txt"
 fi
 if step ablate; then
   python3 scripts/ablate_mma_feeding.py --out "$OUT" 2>&1 | tee "$OUT/ablate.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step limits; then
-  hg limits --out-dir "$OUT" 2>&1 | tee "$OUT/limits.txt"
+  hg limits --record 2>&1 | tee "$OUT/limits.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step sanitize; then
@@ -75,9 +95,14 @@ if step notebooks; then
   touch "$OUT/.before_notebooks"
   python3 scripts/run_notebooks.py --out "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
   status=$((status | PIPESTATUS[0]))
-  # results a notebook measured and wrote (chapter 08's experiments) come back with the notebooks
-  find results -maxdepth 1 -name '*.json' -newer "$OUT/.before_notebooks" -exec cp {} "$OUT/notebooks/" \;
+  # results a notebook measured (chapter 08's experiments, written to the notebooks' ./hgemm-results/)
+  # come back with the notebooks
+  find chapters/hgemm-results -maxdepth 1 -name '*.json' -newer "$OUT/.before_notebooks" \
+    -exec cp {} "$OUT/notebooks/" \; 2>/dev/null
   tar czf "$OUT/notebooks.tgz" -C "$OUT" notebooks && rm -rf "$OUT/notebooks" "$OUT/.before_notebooks"
 fi
+# what the --record steps added to results/ comes back as $OUT/results/..., to commit
+find results -type f -newer "$OUT/.started" -exec cp --parents {} "$OUT" \;
+rm -f "$OUT/.started"
 echo "h200.sh finished with status $status"
 exit $status

@@ -11,7 +11,9 @@
 // The leading dimension is the distance between rows in elements: the shared rows are padded,
 // so A rows are A_LD halves apart and B rows B_LD halves apart, not BK and BN.
 //
-// Check it:  hgemm-course check ex03
+// Check it:  hgemm-course check ex03_wmma
+//   (checks ./ex03_wmma.cu, else ./exercises/ex03_wmma.cu, else the course's copy; it prints which)
+//   your own copy:     hgemm-course check ex03_wmma --path my_ex03.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex03"))
 // Without a GPU the checker compiles the file for sm_90a and inspects the PTX; with one it
 // also runs your kernel (in a separate process) and compares C with a reference.

@@ -13,7 +13,9 @@ instruction: it reads four 8x8 matrices, each row of a matrix being one 16-byte 
 Lane 8 * j + i supplies row i of matrix j. Matrix j lands in register j of every lane, which
 is exactly the a0..a3 order mma.sync expects (PTX ISA, "Matrix Fragments for mma.m16n8k16").
 
-Check it:  hgemm-course check ex04
+Check it:  hgemm-course check ex04_ldmatrix
+  (checks ./ex04_ldmatrix.py, else ./exercises/ex04_ldmatrix.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex04_ldmatrix --path my_ex04.py
   or in a notebook:  from hgemm_course.check import check; check("ex04", ldmatrix_x4_src_row)
 """
 

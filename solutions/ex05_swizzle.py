@@ -14,7 +14,9 @@ store logical chunk c of row r at physical chunk
 Each row gets a different permutation of its 8 chunks, 8 consecutive rows put a given
 logical chunk in 8 different places, and it is exactly what TMA's SWIZZLE_128B mode writes.
 
-Check it:  hgemm-course check ex05
+Check it:  hgemm-course check ex05_swizzle
+  (checks ./ex05_swizzle.py, else ./exercises/ex05_swizzle.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex05_swizzle --path my_ex05.py
   or in a notebook:  from hgemm_course.check import check; check("ex05", swizzle_128b, draw=True)
 """
 

@@ -22,7 +22,9 @@ at most 228 KB < 2^18 bytes). Rung 09 builds one descriptor per wgmma operand: f
 (K-major, 128B swizzle) LBO = 16 (unused), SBO = 1024 (8 rows of 128 bytes); for B (MN-major)
 LBO = 8192 (the next 64-column panel), SBO = 1024 (the next 8 k-rows).
 
-Check it:  hgemm-course check ex09
+Check it:  hgemm-course check ex09_wgmma_desc
+  (checks ./ex09_wgmma_desc.py, else ./exercises/ex09_wgmma_desc.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex09_wgmma_desc --path my_ex09.py
   or in a notebook:  from hgemm_course.check import check; check("ex09", wgmma_descriptor)
 """
 

@@ -29,7 +29,9 @@ Write both functions, with `stages` for STAGES:
     empty_wait(kt, stages) -> (stage, parity) the producer waits on before loading slice kt,
                               or None for the first `stages` slices, which find their stage free
 
-Check it:  hgemm-course check ex10
+Check it:  hgemm-course check ex10_ring_parity
+  (checks ./ex10_ring_parity.py, else ./exercises/ex10_ring_parity.py, else the course's copy; it prints which)
+  your own copy:     hgemm-course check ex10_ring_parity --path my_ex10.py
   or in a notebook:  from hgemm_course.check import check; check("ex10", full_wait)  (empty_wait next to it)
 """
 from __future__ import annotations

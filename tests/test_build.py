@@ -1,5 +1,8 @@
+import os
+
 import pytest
 
+from hgemm_course import build
 from hgemm_course.build import CompileError, compile_cuda, parse_diagnostics, parse_ptxas_report
 
 SOURCE = """\
@@ -71,3 +74,55 @@ def test_diagnostics_sort_errors_before_warnings():
     diags = parse_diagnostics(log)
     assert [d["kind"] for d in diags] == ["error", "warning"]
     assert diags[0]["line"] == 9
+
+
+# ------------------------------------------------------------------ the caches
+
+def test_an_edited_header_beside_a_learners_source_is_compiled_again(tmp_path):
+    # the header is two includes deep: the .cu includes tile.cuh, which includes size.cuh
+    (tmp_path / "tile.cuh").write_text('#include "size.cuh"\n')
+    (tmp_path / "size.cuh").write_text("constexpr int N = 128;\n")
+    source = tmp_path / "mine.cu"
+    source.write_text('#include "tile.cuh"\n' + SOURCE.replace("template <int N>\n", ""))
+    assert compile_cuda(source, name_expressions=["reverse"]).resources_of("reverse").smem_static == 256
+    (tmp_path / "size.cuh").write_text("constexpr int N = 512;\n")
+    assert compile_cuda(source, name_expressions=["reverse"]).resources_of("reverse").smem_static == 1024
+
+
+@pytest.fixture
+def cubin_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "CUBIN_CACHE_DIR", tmp_path / "cubins")
+    monkeypatch.setattr(build, "_private_cubin_dir", None)
+    return tmp_path / "cubins"
+
+
+def test_a_cut_short_or_damaged_cubin_is_written_again(cubin_cache):
+    cubin = bytes(range(256)) * 64
+    path = build.cubin_file(cubin)
+    assert path.parent == cubin_cache and path.read_bytes() == cubin
+    for damage in (cubin[:1000], cubin[:-1] + b"\0"):
+        path.write_bytes(damage)
+        assert build.cubin_file(cubin) == path and path.read_bytes() == cubin
+
+
+def _fall_back_once(cubin_cache):
+    with pytest.warns(UserWarning, match=f"cannot write the cubin cache {cubin_cache}") as caught:
+        first, second = build.cubin_file(b"first cubin"), build.cubin_file(b"second cubin")
+    assert len(caught) == 1, "one warning per process"
+    assert first.read_bytes() == b"first cubin" and second.read_bytes() == b"second cubin"
+    assert cubin_cache not in first.parents
+
+
+def test_a_cache_folder_that_cannot_be_made_falls_back_with_one_warning(cubin_cache, monkeypatch):
+    (cubin_cache.parent / "a_file").write_text("")                 # a file where the folder should be: even root fails
+    monkeypatch.setattr(build, "CUBIN_CACHE_DIR", cubin_cache.parent / "a_file" / "cubins")
+    _fall_back_once(build.CUBIN_CACHE_DIR)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_cache_folder_falls_back_with_one_warning(cubin_cache):
+    cubin_cache.mkdir(mode=0o500)
+    try:
+        _fall_back_once(cubin_cache)
+    finally:
+        cubin_cache.chmod(0o700)

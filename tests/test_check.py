@@ -110,13 +110,19 @@ def test_non_tuple_return_is_explained():
     assert "returned 0 (int); it must return a tuple of two ints (row, chunk)" in result.message
 
 
-def test_run_check_prints_and_returns_exit_code(capsys):
+def test_run_check_prints_the_file_then_the_verdict_and_returns_exit_code(capsys):
     assert run_check("ex05", ROOT / "solutions" / "ex05_swizzle.py") == 0
-    assert capsys.readouterr().out.startswith("ex05_swizzle: PASS")
+    assert capsys.readouterr().out.startswith("checking solutions/ex05_swizzle.py\nex05_swizzle: PASS")
     assert run_check("05") == 1
     assert "ex05_swizzle: FAIL" in capsys.readouterr().out
+
+
+def test_run_check_cannot_check_is_exit_code_2_with_one_line(capsys, tmp_path):
     assert run_check("ex77") == 2
     assert "There is no exercise 'ex77'" in capsys.readouterr().out
+    assert run_check("ex05", tmp_path / "nothing.py") == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "There is no file" in out and "--path FILE" in out
 
 
 @pytest.mark.parametrize("name", ["ex05_swizzle", "ex06_supertile"])

@@ -1,19 +1,22 @@
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from conftest import HAS_GPU
-from hgemm_course.cli import main
+from hgemm_course import device
+from hgemm_course.cli import NEXT_STEPS, SIM_SHAPE, _parse_size, _sizes_text, build_parser, main
 
 
-def run_cli(*args, env_extra=None):
+def run_cli(*args, env_extra=None, cwd=None):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "hgemm_course.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+                          env=env, cwd=cwd, timeout=600)
 
 
 def test_list_json_has_one_object_per_rung(capsys):
@@ -48,15 +51,10 @@ def test_results_json_reads_a_results_folder(tmp_path, capsys):
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answer")
-def test_bench_without_a_gpu_fails_cleanly():
-    out = run_cli("bench", "02", "--sizes", "256")
+def test_bench_without_a_gpu_fails_cleanly(tmp_path):
+    out = run_cli("bench", "02", "--sizes", "256", cwd=tmp_path)
     assert out.returncode == 2
     assert "Benchmarking needs an NVIDIA GPU" in out.stderr and "Traceback" not in out.stderr
-
-
-def test_bad_size_argument_is_refused():
-    out = run_cli("verify", "01", "--sizes", "12x13")
-    assert out.returncode == 2 and "give n" in out.stderr
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the CPU tour; the GPU tour runs in scripts/h200.sh")
@@ -68,3 +66,181 @@ def test_tour_without_a_gpu_compiles_and_simulates():
     assert "compiled for its target" in text
     assert "rung 01 48x40x72: ok" in text and "rung 02 48x40x72: ok" in text and "(simulated)" in text
     assert "Recorded H200 results" in text
+    assert text.rstrip().endswith(NEXT_STEPS)
+
+
+def test_next_steps_name_a_real_chapter_and_exercise():
+    from hgemm_course.check import ALL_EXERCISES
+    from hgemm_course.paths import REPO_ROOT
+
+    assert "`jupyter lab chapters/`" in NEXT_STEPS and "chapter 00" in NEXT_STEPS
+    assert (REPO_ROOT / "chapters" / "00_setup.ipynb").is_file()
+    (exercise,) = re.findall(r"`hgemm-course check (\w+)`", NEXT_STEPS)
+    assert exercise in ALL_EXERCISES
+
+
+# ---------------------------------------------------------------- refusals: one line, exit 2, no traceback
+
+
+def exit_code(argv, capsys):
+    """main()'s exit status (argparse's refusals exit through SystemExit), its stdout and stderr."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["verify", "99"], "verify: No rung '99'. The ladder has: 01, 02"),
+    (["verify", "01", "--sizes", "0"], "'0': give n (for n x n x n) or MxNxK, each at least 1"),
+    (["verify", "01", "--sizes", "10x"], "'10x': give n (for n x n x n) or MxNxK"),
+    (["verify", "01", "--sizes", "-5"], "'-5': give n (for n x n x n) or MxNxK, each at least 1"),
+    (["verify", "01", "--sizes", "12x13"], "'12x13': give n"),
+    (["verify", "05", "--sizes", "1001"], "N=1001 is not a multiple of 8: rung 05 (swizzle) needs N % 8 == 0"),
+    (["verify", "01", "--seed", "-1"], "'-1': give a whole number of at least 0"),
+    (["bench", "99", "--sizes", "256"], "bench: No rung '99'"),
+    (["bench", "05", "--repeats", "5"], "'5': give a whole number of at least 20"),
+    (["tune", "11", "--dry-run", "--consumers", "0"], "consumers=0: rung 11 runs with 1 or 2 only"),
+    (["tune", "10", "--dry-run", "--consumers", "1"], "consumers=1: rung 10 runs with 2 only"),
+    (["tune", "11", "--dry-run", "--clusters", "4"], "clusters=4: rung 11 runs with 1 or 2 only"),
+    (["tune", "11", "--dry-run", "--tiles", "0x64"], "'0x64': both sides must be at least 1"),
+    (["tune", "11", "--dry-run", "--tiles", "96x256"], "tile 96x256: BM must be 64, 128, 192 or 256"),
+    (["tune", "09", "--dry-run", "--tiles", "128x96"], "tile 128x96: BN must be one of 64, 128, 256"),
+    (["tune", "11", "--dry-run", "--stages", "2"], "stages=2: use 3 to 14"),
+    (["tune", "11", "--dry-run", "--stages", "15"], "stages=15: use 3 to 14"),
+    (["tune", "11", "--dry-run", "--supers", "0x2"], "'0x2': both sides must be at least 1"),
+    (["tune", "11", "--dry-run", "--sizes", "0"], "'0': give n"),
+    (["tune", "11", "--dry-run", "--repeats", "0"], "'0': give a whole number of at least 20"),
+    (["diff", "01", "99"], "diff: No rung '99'"),
+    (["diff", "01", "02", "-U", "-1"], "'-1': give a whole number of at least 0"),
+    (["profile", "99", "--dry-run"], "profile: No rung '99'"),
+    (["profile", "05", "--size", "0", "--dry-run"], "'0': give a whole number of at least 1"),
+    (["viz", "nope"], "invalid choice: 'nope' (choose from 'swizzle', 'banks'"),
+])
+def test_a_refusal_is_one_line_naming_the_fix_with_exit_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                     # nothing a refused command might create lands in the checkout
+    code, out, err = exit_code(argv, capsys)
+    assert code == 2
+    assert out == "" and "Traceback" not in err
+    *usage, line = err.splitlines()
+    assert line.startswith(f"hgemm-course {argv[0]}: ") and message in line, err
+    assert all(u.startswith(("usage:", " ")) for u in usage), err   # before argparse's error: only its usage
+
+
+def test_tune_refuses_before_planning(monkeypatch, capsys):
+    """--dry-run with a bad axis value: refused before any configuration is planned."""
+    from hgemm_course import tune
+
+    monkeypatch.setattr(tune, "plan", lambda *a: pytest.fail("planned a sweep with a refused axis"))
+    code, _, err = exit_code(["tune", "11", "--dry-run", "--consumers", "0"], capsys)
+    assert code == 2 and "consumers=0" in err
+
+
+def test_sizes_parse_to_three_dimensions():
+    assert _parse_size("4096") == (4096, 4096, 4096)
+    assert _parse_size("1000x1000x64") == _parse_size("1000*1000*64") == (1000, 1000, 64)
+    assert _sizes_text([(1024, 1024, 1024), (257, 136, 72)]) == "1024 257x136x72"
+
+
+# ---------------------------------------------------------------- viz
+
+
+def test_viz_help_lists_every_figure_with_a_line(capsys):
+    from hgemm_course.viz import FIGURES
+
+    code, out, _ = exit_code(["viz", "--help"], capsys)
+    assert code == 0
+    listed = dict(re.findall(r"^  (\S+)  +(\S.*)$", out.split("figures:\n")[1], flags=re.M))
+    assert list(listed) == list(FIGURES)
+
+
+def test_viz_writes_into_the_current_folder_and_says_where(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["viz", "swizzle"]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'swizzle.png'}\n"
+    assert (tmp_path / "swizzle.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("out, message", [
+    ("missing/x.png", "does not exist; create it"),
+    ("x.foo", "x.foo: end --out with a type matplotlib writes"),
+])
+def test_viz_refuses_a_bad_out_before_drawing(out, message, tmp_path, monkeypatch, capsys):
+    from hgemm_course import viz
+
+    monkeypatch.setitem(viz.FIGURES, "swizzle", lambda: pytest.fail("drew a figure it cannot write"))
+    code, stdout, err = exit_code(["viz", "swizzle", "--out", str(tmp_path / out)], capsys)
+    assert code == 2 and stdout == ""
+    assert err.count("\n") == 1 and err.startswith("hgemm-course viz: ") and message in err
+
+
+def test_viz_never_writes_into_the_package(capsys):
+    from hgemm_course.paths import PACKAGE_DIR
+
+    code, _, err = exit_code(["viz", "swizzle", "--out", str(PACKAGE_DIR / "swizzle.png")], capsys)
+    assert code == 2 and "a folder of your own" in err
+    assert not (PACKAGE_DIR / "swizzle.png").exists()
+
+
+# ---------------------------------------------------------------- help
+
+
+def test_every_argument_has_help_and_every_option_with_a_value_states_its_default():
+    from hgemm_course.viz import FIGURES
+
+    (commands,) = [a for a in build_parser(FIGURES)._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, parser in commands.choices.items():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, f"{name} {action.dest}: no help"
+            if action.option_strings and action.nargs != 0:          # a flag (nargs 0) is off unless given
+                assert "default" in action.help, f"{name} {action.option_strings[0]}: help states no default"
+
+
+def test_top_level_help_ends_with_examples(capsys):
+    code, out, _ = exit_code(["--help"], capsys)
+    assert code == 0
+    examples = out.split("examples:\n")[1].splitlines()
+    commands = [line.split("  ")[1].strip() for line in examples]
+    assert commands == ["hgemm-course tour", "hgemm-course verify 05 --sizes 1000x1000x64",
+                        "hgemm-course bench 05 11 --sizes 4096", "hgemm-course viz swizzle",
+                        "hgemm-course check ex05_swizzle --path my_ex05.py", "hgemm-course diff 05 06"]
+
+
+def test_list_aligns_its_columns(capsys):
+    from hgemm_course import rungs
+
+    assert main(["list"]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split() == ["rung", "slug", "needs", "title"]
+    assert len({line.index(r["title"]) for line, r in zip(lines, rungs())} | {header.index("title")}) == 1
+    assert len({line.index(r["needs"]) for line, r in zip(lines, rungs())} | {header.index("needs")}) == 1
+
+
+# ---------------------------------------------------------------- without a GPU: the simulator
+
+
+def test_simulator_default_is_small_with_tails():
+    from hgemm_course.ladder.k02_tiled import BK, BM, BN
+
+    M, N, K = SIM_SHAPE
+    assert M % BM and N % BN and K % BK and K > BK      # rung 02's tiles: tails everywhere, more than one k-step
+    assert M * N * K <= 64 ** 3                          # a few seconds in the simulator
+
+
+def test_the_no_gpu_hint_is_a_command_that_runs_as_typed(monkeypatch):
+    """require_gpu's hint names a command; run as typed, it verifies rungs 01-02 in the simulator on the
+    small default shape (a few seconds on two cores)."""
+    monkeypatch.setattr(device, "probe_gpu", lambda: (None, "no driver here", None))
+    with pytest.raises(RuntimeError) as exc:
+        device.require_gpu("Verifying rung 01")
+    (command,) = re.findall(r"`(NUMBA_ENABLE_CUDASIM=1 hgemm-course [^`]+)`", str(exc.value))
+    setting, _, args = command.partition(" hgemm-course ")
+    out = run_cli(*args.split(), env_extra=dict([setting.split("=")]))
+    assert out.returncode == 0, out.stderr
+    shape = _sizes_text([SIM_SHAPE])
+    verdicts = [line.partition("  ")[0] for line in out.stdout.splitlines()]   # "rung 01 48x40x72: ok  rel. error ..."
+    assert verdicts == [f"rung 01 {shape}: ok", f"rung 02 {shape}: ok"]

@@ -1,9 +1,10 @@
 """Exercise checkers: ``check("ex05", my_function)`` in a notebook, ``hgemm-course check ex05``
 in a shell.
 
-Two kinds of exercise: a Python function (:data:`EXERCISES`) and a kernel fragment, a whole
-``.cu`` file with one region to write (:data:`KERNEL_EXERCISES`, checked by
-:mod:`.kernel_exercise`: compiled here, run on a GPU in a child process).
+Two kinds of exercise: a Python function (:data:`EXERCISES`, checked in a child process with a
+time and a memory limit, :mod:`.child`) and a kernel fragment, a whole ``.cu`` file with one
+region to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`: compiled here,
+run on a GPU in a child process).
 
 Every checker compares the learner's function with the course's reference over the whole
 valid domain (exhaustively, or on many random cases where the domain is large), stops at
@@ -18,9 +19,10 @@ from typing import Callable
 
 from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex07_mbarrier, ex08_occupancy
 from . import ex09_wgmma_desc, ex10_ring_parity, ex11_persistent
-from .feedback import CheckResult, Exercise, Failure, Learner
-from .kernel_exercise import KernelExercise, check_kernel
-from .loader import default_path, load_function
+from .child import TIMEOUT_S, run_in_child
+from .feedback import CheckResult, Exercise, Failure
+from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise, check_kernel
+from .loader import learner_file
 
 __all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "check", "resolve", "run_check"]
 
@@ -65,63 +67,71 @@ def resolve(exercise: str) -> str:
     )
 
 
-def check(exercise: str, func_or_path: Callable | str | Path | None = None, *,
-          draw: bool = False, figure_dir: str | Path | None = None, gpu: bool | None = None) -> CheckResult:
+def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, draw: bool = False,
+          figure_dir: str | Path | None = None, gpu: bool | None = None, timeout: float | None = None) -> CheckResult:
     """Check a learner's answer to ``exercise``.
 
     ``func_or_path`` is the function itself (from a notebook), the path of a file that
-    defines it, or ``None`` for ``exercises/<exercise>.py`` of the checkout. With
-    ``draw=True`` the exercises that have a picture (swizzle, super-tile) save the learner's
-    map next to the reference in ``figure_dir`` (default: a folder in the system's temp
-    directory) and return its path in ``CheckResult.figure``.
+    defines it, or ``None`` for the learner's copy: ``./<exercise>.py`` or
+    ``./exercises/<exercise>.py`` in the current folder, else ``exercises/<exercise>.py`` of the
+    checkout. With ``draw=True`` the exercises that have a picture (swizzle, super-tile) save
+    the learner's map next to the reference in ``figure_dir`` (default: a folder in the
+    system's temp directory) and return its path in ``CheckResult.figure``.
 
-    A kernel exercise takes the path of a ``.cu`` file (default ``exercises/<exercise>.cu``);
-    ``gpu`` says whether to run it too (default: when a GPU is here).
+    The learner's code runs in a child process with ``timeout`` seconds (default 60) and 4 GiB
+    of memory: an exit, a crash, a hang or a huge allocation there is a FAIL that says what
+    happened, and never reaches the caller.
+
+    A kernel exercise takes the path of a ``.cu`` file (default: the learner's copy, found the
+    same way); ``gpu`` says whether to run it too (default: when a GPU is here), within
+    ``timeout`` seconds (default 120).
     """
     name = resolve(exercise)
+    _require_positive(timeout)
     if name in _KERNEL_REGISTRY:
         if callable(func_or_path):
             return CheckResult(name, False, f"{name} is a kernel exercise: pass the path of your .cu file "
                                f"(or nothing, for exercises/{name}.cu), not a function.")
-        return check_kernel(_KERNEL_REGISTRY[name], func_or_path, gpu=gpu)
+        return check_kernel(_KERNEL_REGISTRY[name], func_or_path, gpu=gpu, timeout=timeout or GPU_TIMEOUT_S)
     spec = _REGISTRY[name]
+    draw_to = Path(figure_dir or FIGURE_DIR).resolve() / f"{name}.png" if draw else None
+    if callable(func_or_path):
+        return run_in_child(spec, func=func_or_path, draw_to=draw_to, timeout=timeout or TIMEOUT_S)
     try:
-        if callable(func_or_path):
-            func, source = func_or_path, _source_of(func_or_path)
-        else:
-            source = Path(func_or_path) if func_or_path is not None else default_path(name)
-            func = load_function(source, spec.function)
-        learner = Learner(func, source)
+        source = learner_file(f"{name}.py", func_or_path)
     except Failure as failure:
         return CheckResult(name, False, failure.message, failure.first_failure)
+    return run_in_child(spec, source=source, draw_to=draw_to, timeout=timeout or TIMEOUT_S)
 
-    figure = None
-    if draw and spec.draw is not None:
-        out = Path(figure_dir) if figure_dir is not None else FIGURE_DIR
-        out.mkdir(parents=True, exist_ok=True)
-        try:
-            figure = spec.draw(learner, out / f"{name}.png")
-        except Failure:
-            figure = None  # the verdict below says what is wrong; there is nothing to draw
+
+def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = False,
+              timeout: float | None = None) -> int:
+    """Print which file is checked and the verdict on it; 0 if it passes, 1 if it fails, 2 if it
+    could not be checked (no such exercise or file: one line says what to do)."""
     try:
-        message = spec.verify(learner)
-    except Failure as failure:
-        return CheckResult(name, False, failure.message, failure.first_failure, figure)
-    return CheckResult(name, True, message, None, figure)
-
-
-def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = False) -> int:
-    """Print the verdict on ``exercise`` (the learner's file at ``path``); 0 if it passes,
-    1 if it fails, 2 if there is no such exercise."""
-    try:
-        result = check(exercise, path, draw=draw)
+        name = resolve(exercise)
+        _require_positive(timeout)
+        source = learner_file(f"{name}.cu" if name in _KERNEL_REGISTRY else f"{name}.py", path)
+        print(f"checking {_shown(source)}", flush=True)
+        result = check(name, source, draw=draw, timeout=timeout)
     except ValueError as exc:
         print(exc)
+        return 2
+    except Failure as failure:
+        print(failure.message)
         return 2
     print(result)
     return 0 if result.passed else 1
 
 
-def _source_of(func: Callable) -> Path | None:
-    code = getattr(func, "__code__", None)
-    return Path(code.co_filename) if code is not None else None
+def _require_positive(timeout: float | None) -> None:
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"The timeout must be a positive number of seconds, not {timeout:g}.")
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is inside it, else in full: no doubt which file it is."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

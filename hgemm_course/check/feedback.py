@@ -4,8 +4,8 @@ call a learner's function and read back what it returned.
 A checker calls the learner's function through :class:`Learner`, turns each return value
 into plain ints with :func:`as_int` / :func:`as_int_pair`, and raises :class:`Failure` at the
 first wrong answer. :func:`hgemm_course.check.check` turns that into a :class:`CheckResult`.
-No learner mistake ever escapes as a traceback: an exception inside the learner's code
-becomes a failure naming the call, the exception and the learner's file and line.
+No learner mistake ever escapes as a traceback: an exception inside the learner's code (a
+``sys.exit`` too) becomes a failure naming the call, the exception and the learner's file and line.
 """
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any, Callable
 
+MEMORY_LIMIT_GIB = 4
+"""How much memory the learner's code may take (on top of the checker's own; see :mod:`.child`)."""
+
 
 @dataclass
 class CheckResult:
@@ -22,7 +25,8 @@ class CheckResult:
 
     ``message`` explains the verdict; ``first_failure`` holds the first wrong input with the
     expected and the returned value (``None`` when the exercise passes or could not be run);
-    ``figure`` is the path of the picture saved with ``draw=True``.
+    ``figure`` is the path of the picture saved with ``draw=True``; ``source`` the file checked
+    (``None`` for a function passed in).
     """
 
     exercise: str
@@ -30,6 +34,7 @@ class CheckResult:
     message: str
     first_failure: dict | None = None
     figure: Path | None = None
+    source: Path | None = None
 
     def __str__(self) -> str:
         lines = [f"{self.exercise}: {'PASS' if self.passed else 'FAIL'}"]
@@ -46,6 +51,15 @@ class Failure(Exception):
         super().__init__(message)
         self.message = message
         self.first_failure = first_failure
+
+
+def describe(exc: BaseException) -> str:
+    """``ZeroDivisionError: division by zero``, ``SystemExit(0)``; a MemoryError says what the limit is."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r})"
+    if isinstance(exc, MemoryError):
+        return f"MemoryError: your code asked for more than the {MEMORY_LIMIT_GIB} GiB memory limit"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def format_call(name: str, args: dict[str, Any]) -> str:
@@ -78,11 +92,19 @@ class Learner:
                 f"{self.name} is not written yet (it raises NotImplementedError).\nHint: {hint}",
                 {"input": kwargs, "expected": None, "got": "NotImplementedError"},
             ) from None
+        except SystemExit as exc:  # sys.exit(), exit() or raise SystemExit: the answer never comes
+            where = _learner_frame(exc, self.source)
+            raise Failure(
+                f"{format_call(self.name, kwargs)} ended the program with {describe(exc)}{where}\n"
+                "sys.exit, exit() and raise SystemExit end the program; the checker needs your "
+                "function's answer, so return it instead.",
+                {"input": kwargs, "expected": None, "got": describe(exc)},
+            ) from None
         except Exception as exc:  # the learner's bug, reported as such
             where = _learner_frame(exc, self.source)
             raise Failure(
-                f"{format_call(self.name, kwargs)} raised {type(exc).__name__}: {exc}{where}",
-                {"input": kwargs, "expected": None, "got": f"{type(exc).__name__}: {exc}"},
+                f"{format_call(self.name, kwargs)} raised {describe(exc)}{where}",
+                {"input": kwargs, "expected": None, "got": describe(exc)},
             ) from None
 
 

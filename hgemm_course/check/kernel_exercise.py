@@ -25,6 +25,7 @@ from typing import Callable
 
 from ..paths import REPO_ROOT
 from .feedback import CheckResult, Failure
+from .loader import learner_file
 
 GPU_TIMEOUT_S = 120
 GPU_SHAPES = ((1000, 1000, 1000), (257, 136, 72), (384, 512, 4096))   # tails in M, N and K; a long K
@@ -97,18 +98,6 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(REPO_ROOT)) if REPO_ROOT else str(path)
     except ValueError:
         return str(path)
-
-
-def default_source(exercise: KernelExercise) -> Path:
-    roots = [REPO_ROOT] if REPO_ROOT is not None else []
-    roots.append(Path.cwd())
-    for root in roots:
-        path = root / "exercises" / exercise.file_name
-        if path.is_file():
-            return path
-    raise Failure(f"Cannot find exercises/{exercise.file_name} (looked in "
-                  + ", ".join(str(r / "exercises") for r in roots)
-                  + f"). Pass the path of your file: hgemm-course check {exercise.name} --path FILE.")
 
 
 def opcode_counts(ptx: str) -> Counter:
@@ -248,9 +237,11 @@ def run_on_gpu(exercise: KernelExercise, path: Path, *, timeout: float = GPU_TIM
 
 def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gpu: bool | None = None,
                  timeout: float = GPU_TIMEOUT_S) -> CheckResult:
-    """Both parts: the CPU part always, the GPU part when ``gpu`` (default: a GPU is here)."""
+    """Both parts: the CPU part always, the GPU part when ``gpu`` (default: a GPU is here).
+    ``path`` defaults to the learner's copy (see :func:`.loader.learner_file`)."""
+    source = None
     try:
-        source = Path(path) if path is not None else default_source(exercise)
+        source = learner_file(exercise.file_name, path)
         compiled = compile_learner(exercise, source)
         notes = cpu_checks(exercise, compiled)
         if gpu is None:
@@ -263,9 +254,9 @@ def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gp
             notes.append("No GPU here, so the kernel was not run: the checks above are what the CPU can do. "
                          "On a GPU the checker also runs it and compares C with a reference.")
     except Failure as failure:
-        return CheckResult(exercise.name, False, failure.message, failure.first_failure)
+        return CheckResult(exercise.name, False, failure.message, failure.first_failure, source=source)
     part = "" if gpu else " (the CPU part; no GPU here)"
-    return CheckResult(exercise.name, True, f"Passed{part}:\n" + "\n".join(f"- {n}" for n in notes))
+    return CheckResult(exercise.name, True, f"Passed{part}:\n" + "\n".join(f"- {n}" for n in notes), source=source)
 
 
 # --------------------------------------------------------------- reading C expressions of a region

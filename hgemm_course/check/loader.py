@@ -1,5 +1,5 @@
-"""Find a learner's exercise file and import it, turning every import-time mistake into a
-:class:`~hgemm_course.check.feedback.Failure` that names the file and line."""
+"""Find a learner's exercise file and import it, turning every import-time mistake (a
+``sys.exit`` too) into a :class:`~hgemm_course.check.feedback.Failure` that names the file and line."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,25 +10,30 @@ from pathlib import Path
 from types import ModuleType
 
 from ..paths import REPO_ROOT
-from .feedback import Failure
+from .feedback import Failure, describe
 
 _module_ids = itertools.count()
 
 
-def default_path(exercise: str) -> Path:
-    """``exercises/<exercise>.py`` of the checkout (or of the current folder)."""
-    roots = [REPO_ROOT] if REPO_ROOT is not None else []
-    roots.append(Path.cwd())
-    for root in roots:
-        path = root / "exercises" / f"{exercise}.py"
-        if path.is_file():
-            return path
-    raise Failure(
-        f"Cannot find exercises/{exercise}.py (looked in "
-        + ", ".join(str(r / "exercises") for r in roots)
-        + "). Pass the path of your file: hgemm-course check "
-        + f"{exercise} --path FILE."
-    )
+def learner_file(file_name: str, path: str | Path | None = None) -> Path:
+    """The file to check, as an absolute path (the check runs in another folder): ``path`` when
+    given, else the learner's copy in the current folder (``./ex05_swizzle.py``, then
+    ``./exercises/ex05_swizzle.py``), else ``exercises/`` of the checkout."""
+    exercise = Path(file_name).stem
+    if path is not None:
+        path = Path(path).expanduser().resolve()
+        if not path.is_file():
+            raise Failure(f"There is no file {path}: give the path of your copy, "
+                          f"hgemm-course check {exercise} --path FILE.")
+        return path
+    candidates = [Path.cwd() / file_name, Path.cwd() / "exercises" / file_name]
+    if REPO_ROOT is not None:
+        candidates.append(REPO_ROOT / "exercises" / file_name)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    raise Failure(f"Cannot find {file_name} (looked for " + ", ".join(map(str, candidates))
+                  + f"). Pass the path of your file: hgemm-course check {exercise} --path FILE.")
 
 
 def load_module(path: Path) -> ModuleType:
@@ -51,14 +56,16 @@ def load_module(path: Path) -> ModuleType:
             "Fix the syntax and check again.",
             {"input": None, "expected": None, "got": f"{type(exc).__name__} at line {exc.lineno}"},
         ) from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         frames = [f for f in traceback.extract_tb(exc.__traceback__)
                   if Path(f.filename).resolve() == path.resolve()]
         where = f", line {frames[-1].lineno}" if frames else ""
+        what = (f"ended the program with {describe(exc)} (sys.exit, exit() or raise SystemExit)"
+                if isinstance(exc, SystemExit) else f"raised {describe(exc)}")
         raise Failure(
-            f"{path}{where}: importing the file raised {type(exc).__name__}: {exc}\n"
+            f"{path}{where}: importing the file {what}\n"
             "Code at the top level of the file runs on import; keep it to definitions.",
-            {"input": None, "expected": None, "got": f"{type(exc).__name__}: {exc}"},
+            {"input": None, "expected": None, "got": describe(exc)},
         ) from None
     finally:
         sys.modules.pop(name, None)
