@@ -10,6 +10,7 @@ The checks need no GPU; encoding needs the CUDA driver.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -126,3 +127,16 @@ def for_matrix(x, box_rows: int, box_cols: int, **kwargs) -> TileMap2D:
                          "dimension; make it row-major contiguous (cupy.ascontiguousarray).")
     return TileMap2D(address=x.data.ptr, rows=x.shape[0], cols=x.shape[1], row_stride=x.strides[0],
                      box_rows=box_rows, box_cols=box_cols, **kwargs)
+
+
+def tensor_maps(a, b, bm: int, bk: int) -> tuple[np.void, np.void]:
+    """The maps the TMA rungs (07, 09-11) load their operands through: A (M, K) in (bm, bk) boxes and
+    B (K, N) in (bk, 64) boxes, one 128-byte swizzled panel each. Encoded once per buffer and shape, so
+    repeated launches on the same arrays skip the driver call."""
+    return _tensor_maps(a.data.ptr, *a.shape, b.data.ptr, b.shape[1], bm, bk)
+
+
+@lru_cache(maxsize=64)
+def _tensor_maps(a_ptr: int, M: int, K: int, b_ptr: int, N: int, bm: int, bk: int) -> tuple[np.void, np.void]:
+    return (encode(TileMap2D(a_ptr, M, K, K * FP16_BYTES, bm, bk)),
+            encode(TileMap2D(b_ptr, K, N, N * FP16_BYTES, bk, 64)))

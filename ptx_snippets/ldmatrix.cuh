@@ -4,18 +4,6 @@
 // PTX ISA: "Warp-level matrix load instruction: ldmatrix".
 #pragma once
 
-// One 8x8 tile (rows from lanes 0-7): each lane receives 2 elements of row lane/4.
-__device__ __forceinline__ void ldmatrix_x1(unsigned& r0, unsigned smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r0) : "r"(smem_addr));
-}
-
-// Two 8x8 tiles (rows from lanes 0-15).
-__device__ __forceinline__ void ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r0), "=r"(r1)
-                 : "r"(smem_addr));
-}
-
 // Four 8x8 tiles (rows from all 32 lanes): a whole 16x16 A fragment of mma.m16n8k16.
 __device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
                                             unsigned smem_addr) {
@@ -24,20 +12,8 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned& r0, unsigned& r1, unsigned
                  : "r"(smem_addr));
 }
 
-// The transposing forms: each 8x8 tile arrives transposed, so a row-major (K, N) tile in
-// shared memory becomes the column-major B fragment that mma.sync wants. One tile:
-__device__ __forceinline__ void ldmatrix_x1_trans(unsigned& r0, unsigned smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r0) : "r"(smem_addr));
-}
-
-// Two transposed 8x8 tiles (rows from lanes 0-15): one k16n8 B fragment.
-__device__ __forceinline__ void ldmatrix_x2_trans(unsigned& r0, unsigned& r1, unsigned smem_addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-                 : "=r"(r0), "=r"(r1)
-                 : "r"(smem_addr));
-}
-
-// Four transposed 8x8 tiles (rows from all 32 lanes): the B fragments of two n8 tiles.
+// Four 8x8 tiles, each arriving transposed, so a row-major (K, N) tile in shared memory becomes the
+// column-major B fragment that mma.sync wants: the B fragments of two n8 tiles.
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
                                                   unsigned smem_addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -3,10 +3,10 @@
 #   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
 # Steps (STEPS env, default all): doctor, ceilings, gpu tests, tour (the main job: every rung verified
 # and timed at SIZES, with its plot), bench (RUNGS at SIZES), profiles (ncu on every tensor-core rung at
-# PROFILE_SIZE, and rung 06 in row-major order), ablate (scripts/ablate_mma_feeding.py), limits (chapter
+# PROFILE_SIZE, and rung 06 in row-major order), ablate (research/ablate_mma_feeding.py), limits (chapter
 # 08's experiments), sanitize (compute-sanitizer on rungs 03-07 and rung 07's 2-CTA/SM tiles), notebooks,
 # venv (a fresh venv installed offline with pyproject.toml's pins, then `pytest -m gpu` in it), api (gemm()
-# against the bare kernel launch, scripts/api_vs_launch.py).
+# against the bare kernel launch, research/api_vs_launch.py).
 # Everything it writes goes under $OUT. The measuring steps pass --record (refused unless this is an H200 run
 # with complete provenance), so their runs land in results/; at the end every file they added there is copied
 # to $OUT/results/, laid out as in the repository, to commit.
@@ -53,7 +53,7 @@ if step venv; then
   status=$((status | PIPESTATUS[0]))
 fi
 if step api; then
-  python3 scripts/api_vs_launch.py --sizes 4096 8192 --out results 2>&1 | tee "$OUT/api.txt"
+  python3 research/api_vs_launch.py --sizes 4096 8192 --out results 2>&1 | tee "$OUT/api.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step tour; then
@@ -74,7 +74,7 @@ if step profiles; then
   hg profile 06 --size "${PROFILE_SIZE:-8192}" --super 1 64 --record 2>&1 | tee -a "$OUT/profiles.txt"
 fi
 if step ablate; then
-  python3 scripts/ablate_mma_feeding.py --out "$OUT" 2>&1 | tee "$OUT/ablate.txt"
+  python3 research/ablate_mma_feeding.py --out "$OUT" 2>&1 | tee "$OUT/ablate.txt"
   status=$((status | PIPESTATUS[0]))
 fi
 if step limits; then
@@ -86,14 +86,14 @@ if step sanitize; then
     timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/tune_mma_ladder.py --sanitize \
       > "$OUT/sanitize_$tool.txt" 2>&1
     status=$((status | $?)); tail -1 "$OUT/sanitize_$tool.txt"
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/ablate_mma_feeding.py --verify-only \
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 research/ablate_mma_feeding.py --verify-only \
       --only "07 now 128x128 2CTA/SM" > "$OUT/sanitize_${tool}_07_2cta.txt" 2>&1
     status=$((status | $?)); tail -1 "$OUT/sanitize_${tool}_07_2cta.txt"
   done
 fi
 if step notebooks; then
   touch "$OUT/.before_notebooks"
-  python3 scripts/run_notebooks.py --out "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
+  python3 -m hgemm_course.notebooks --out "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
   status=$((status | PIPESTATUS[0]))
   # results a notebook measured (chapter 08's experiments, written to the notebooks' ./hgemm-results/)
   # come back with the notebooks

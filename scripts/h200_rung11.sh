@@ -2,7 +2,7 @@
 # Rung 11 on the H200 through the device tool (carry .whl: scripts/fetch_h200_wheels.sh):
 #   run(command="STEPS='verify sanitize ncu' bash scripts/h200_rung11.sh", carry=[".whl"])
 #   run(command="STEPS=tune bash scripts/h200_rung11.sh", carry=[".whl"])
-# verify:   scripts/verify_rung11_h200.py: every check (clusters of 2 included), then 10, 11 and 11 with
+# verify:   research/verify_rung11_h200.py: every check (clusters of 2 included), then 10, 11 and 11 with
 #           clusters timed in turn with cuBLAS at SIZES.
 # sanitize: compute-sanitizer memcheck, racecheck and synccheck on rung 11 (default and clusters of 2).
 # ncu:      one launch of rung 11 (default and clusters of 2) and of cuBLAS at NCU_SIZES under Nsight
@@ -29,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,te
 
 if step verify; then
   # shellcheck disable=SC2086
-  timeout 330 python3 scripts/verify_rung11_h200.py --out "$OUT" --sizes $SIZES --budget 320 > "$OUT/verify.txt" 2>&1
+  timeout 330 python3 research/verify_rung11_h200.py --out "$OUT" --sizes $SIZES --budget 320 > "$OUT/verify.txt" 2>&1
   status=$((status | $?)); tail -12 "$OUT/verify.txt"
 fi
 if step sanitize; then
@@ -66,7 +66,7 @@ if step ncu || step ncu_cublas; then
       for cluster in 1 2; do
         # shellcheck disable=SC2086
         timeout 150 ncu --clock-control none -k regex:k11_persistent --launch-skip 1 --launch-count 1 $sections \
-          --csv --page details python3 scripts/profile_target.py --rung 11 --size "$n" --cluster $cluster \
+          --csv --page details python3 -m hgemm_course.profile --rung 11 --size "$n" --cluster $cluster \
           > "$OUT/ncu_r11_c${cluster}_$n.csv" 2> "$OUT/ncu_r11_c${cluster}_$n.err"
       done
     fi
@@ -97,7 +97,7 @@ if step tune; then
 fi
 if step notebooks; then
   # shellcheck disable=SC2086
-  python3 scripts/run_notebooks.py --out "$OUT" ${NOTEBOOKS:-chapters/11_persistent.ipynb} > "$OUT/notebooks.txt" 2>&1
+  python3 -m hgemm_course.notebooks --out "$OUT" ${NOTEBOOKS:-chapters/11_persistent.ipynb} > "$OUT/notebooks.txt" 2>&1
   status=$((status | $?)); grep -v "IPKernelApp" "$OUT/notebooks.txt"
 fi
 echo "h200_rung11.sh finished with status $status"

@@ -45,8 +45,8 @@ def test_untouched_exercise_fails_with_its_hint():
 
 def test_reference_is_the_kernels_own_waits():
     """The waits' stage and parity expressions, read from k10_warp_specialized.cu, give the reference."""
-    full = re.search(r"mbar_wait_parity\(full_bar \+ \((.*?)\) \* 8, (.*?)\);", KERNEL)
-    empty = re.search(r"if \(kt >= STAGES\) mbar_wait_parity\(empty_bar \+ \((.*?)\) \* 8, (.*?)\);", KERNEL)
+    full = re.search(r"mbar_wait_parity\(smem_u32\(&ring\.full\[(.*?)\]\), (.*?)\);", KERNEL)
+    empty = re.search(r"if \(kt >= STAGES\) mbar_wait_parity\(smem_u32\(&ring\.empty\[(.*?)\]\), (.*?)\);", KERNEL)
     assert full and empty, "rung 10's waits are no longer written as the test expects"
 
     def c(expr, kt, stages):               # C integer arithmetic on non-negative ints: / is //

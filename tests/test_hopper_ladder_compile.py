@@ -4,6 +4,7 @@ shared-memory descriptors as hand-computed, refuse tiles they cannot do, and dif
 before by their idea."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import shutil
@@ -53,6 +54,7 @@ def test_shared_memory_is_rung_07s_ring(compiled):
     t = next(v for v in VARIANTS if k.template_args[:4] == v.template_args)
     dense = t.stages * (t.bm * t.bk + t.bk * t.bn) * 2
     assert k.smem_bytes == -(-(1024 + dense + 16 * t.stages) // 1024) * 1024 <= 227 * 1024
+    assert k.smem_layout == f"TmaRing<{t.bm}, {t.bn}, {t.bk}, {t.stages}>"
 
 
 def test_ptx_contains_what_the_rung_teaches(compiled):
@@ -248,8 +250,9 @@ def test_rung_10_setmaxnreg_is_honoured(compiled_10):
 def test_rung_10_ptx_contains_what_the_rung_teaches(compiled_10):
     k, mod = compiled_10
     bn = k.template_args[1]
+    r = r10_warp_specialized
     for text in (f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16", "wgmma.wait_group.sync.aligned",
-                 "setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232",
+                 f"setmaxnreg.dec.sync.aligned.u32 {r.PRODUCER_REGS}", f"setmaxnreg.inc.sync.aligned.u32 {r.CONSUMER_REGS}",
                  "cp.async.bulk.tensor.2d.shared::cluster.global", "mbarrier.try_wait.parity",
                  "mbarrier.arrive.expect_tx"):
         assert text in mod.ptx, f"no {text} in the PTX of {k.name_expression}"
@@ -259,14 +262,22 @@ def test_rung_10_ptx_contains_what_the_rung_teaches(compiled_10):
 
 def test_rung_10_register_split_fits_the_launch_allocation():
     """setmaxnreg.inc takes registers only from the CTA's pool, which holds what the launch gave:
-    384 threads x 168. The producer gives back 168 - 40 per thread, the consumers take 232 - 168."""
+    384 threads x 168. The producer gives back 168 - 40 per thread, the consumers take 232 - 168.
+    The targets reach the kernel as its last two template arguments, where a static_assert checks the pool."""
     r = r10_warp_specialized
     launch_regs = 65536 // r.THREADS // 8 * 8
     assert launch_regs == 168
     assert r.PRODUCER_REGS + r.CONSUMERS * r.CONSUMER_REGS <= (1 + r.CONSUMERS) * launch_regs
+    assert r.kernel().template_args[-2:] == (r.PRODUCER_REGS, r.CONSUMER_REGS)
     text = (KERNELS_DIR / r.SOURCE).read_text()
-    assert f"PRODUCER_REGS = {r.PRODUCER_REGS};" in text and f"CONSUMER_REGS = {r.CONSUMER_REGS};" in text
     assert f"CONSUMERS = {r.CONSUMERS};" in text and "__launch_bounds__(384, 1)" in text
+
+
+def test_rung_10_refuses_a_register_split_over_the_pool():
+    r = r10_warp_specialized
+    k = dataclasses.replace(r.kernel(), template_args=(*r.kernel().template_args[:-1], 240))
+    with pytest.raises(CompileError, match="setmaxnreg.inc only takes what setmaxnreg.dec gave back"):
+        k.compile()
 
 
 def test_rung_10_main_loop_has_no_cta_barrier():
@@ -333,7 +344,7 @@ def test_09_to_10_keeps_the_ring_decode_descriptors_and_epilogue():
         return lines[i:j]
     for start, end in (("const int grid_m", "const int k_tiles"), ("auto load_tile", "    };"),
                        ("auto desc_a", "    };"),
-                       ("auto desc_b", "    };"), ("tma_prefetch_descriptor(&tmap_a)", "mbar_init(empty_bar")):
+                       ("auto desc_b", "    };"), ("tma_prefetch_descriptor(&tmap_a)", "mbar_init(smem_u32(&ring.empty")):
         assert block(old, start, end) == block(new, start, end), start
     stores = [[line.strip() for line in lines if "store_pair_guarded" in line] for lines in (old, new)]
     assert stores[0] == stores[1]

@@ -1,31 +1,19 @@
-"""The CPU side of the model checks: scripts/compare_models.py, scripts/profile_target.py and
-scripts/h200_model_checks.sh (run against a stand-in for ncu)."""
-import importlib.util
+"""The CPU side of the model checks: hgemm_course.model_checks, the profile target it has ncu run
+(``python -m hgemm_course.profile``) and scripts/h200_model_checks.sh (run against a stand-in for ncu)."""
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from hgemm_course import model_checks as cm
 from hgemm_course.ladder import r03_wmma, r05_swizzle, r06_supertile
 from hgemm_course.paths import REPO_ROOT
+from hgemm_course.profile import target_main
 from hgemm_course.sim import cta_order, ctas_per_sm, l2_model, main_loop_bank_conflicts
 
 SCRIPTS = Path(REPO_ROOT) / "scripts"
-
-
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module          # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-cm = load_script("compare_models")
-pt = load_script("profile_target")
 
 # The fixed columns of what `ncu --csv --page raw --log-file` writes, for the stand-in ncu below
 # (tests/test_ncu.py parses whole pages).
@@ -167,7 +155,7 @@ def test_compare_refuses_csvs_of_other_tiles(tmp_path):
         cm.main(["--ncu-dir", str(tmp_path)])
 
 
-# ----------------------------------------------------------------------------- profile_target.py
+# ----------------------------------------------------------------------------- the profile target
 
 @pytest.mark.parametrize("argv, message", [
     (["--rung", "99"], "No rung '99'"),
@@ -182,12 +170,12 @@ def test_compare_refuses_csvs_of_other_tiles(tmp_path):
 ])
 def test_profile_target_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        pt.main(argv)
+        target_main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_profile_target_dry_run_names_the_kernel_it_would_launch(capsys):
-    assert pt.main(["--rung", "06", "--size", "8192", "--super", "4", "8", "--dry-run"]) == 0
+    assert target_main(["--rung", "06", "--size", "8192", "--super", "4", "8", "--dry-run"]) == 0
     expected = r06_supertile.kernel_for(8192, 8192, 8192, super_mn=(4, 8)).name_expression   # whole tiles: no guards
     assert expected in capsys.readouterr().out
 
@@ -217,7 +205,7 @@ if any("sass_l1tex" in m for m in metrics):               # a name this "version
     log.write("==ERROR== Failed to find metric\n")
     sys.exit(1)
 kernel = "cupy_multiply"
-if "scripts/profile_target.py" in args[i:]:
+if "hgemm_course.profile" in args[i:]:
     run = subprocess.run(args[i:] + ["--dry-run"], capture_output=True, text=True)
     print(run.stdout + run.stderr)
     if run.returncode:

@@ -78,7 +78,7 @@ RAW = "\n".join([
 ])
 
 
-# The same page as scripts/compare_models.py reads it (ncu's automatic units: msecond, %; n/a cells).
+# The same page as hgemm_course.model_checks reads it (ncu's automatic units: msecond, %; n/a cells).
 RAW_FIXED = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
              '"Grid Size","Device","CC"')
 RAW_CSV = "\n".join([

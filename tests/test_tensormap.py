@@ -84,3 +84,22 @@ def test_odd_row_stride_of_an_aligned_width_names_the_stride_fix():
 
     with pytest.raises(ValueError, match="use a row stride of 2016 bytes"):
         check(TileMap2D(address=0, rows=64, cols=1000, row_stride=2008, box_rows=64, box_cols=64))
+
+
+def test_tensor_maps_are_the_operand_boxes_of_the_tma_rungs(monkeypatch):
+    """A in (bm, bk) boxes, B in (bk, 64) boxes (one 128-byte swizzled panel); encoded once per buffer and shape."""
+    from types import SimpleNamespace
+
+    from hgemm_course import tensormap
+
+    encoded = []
+    monkeypatch.setattr(tensormap, "encode", lambda m: encoded.append(m) or m)
+    tensormap._tensor_maps.cache_clear()
+    a = SimpleNamespace(data=SimpleNamespace(ptr=0x10000), shape=(300, 200))
+    b = SimpleNamespace(data=SimpleNamespace(ptr=0x20000), shape=(200, 136))
+    try:
+        maps = tensormap.tensor_maps(a, b, 128, 64)
+        assert maps == (TileMap2D(0x10000, 300, 200, 400, 128, 64), TileMap2D(0x20000, 200, 136, 272, 64, 64))
+        assert tensormap.tensor_maps(a, b, 128, 64) == maps and len(encoded) == 2
+    finally:
+        tensormap._tensor_maps.cache_clear()

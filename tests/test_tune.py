@@ -233,15 +233,16 @@ def test_seed_arithmetic_agrees_with_the_kernels_exact_count(rung_id):
 
 def test_every_runnable_rung_11_configuration_builds_within_the_budget():
     """No compile needed: each configuration plan() lets through really is accepted by
-    r11_persistent.kernel(), with its tile, stages, super tile and cluster size as template arguments
-    and the kernel's exact shared memory (alignment slack and mbarriers included) within 227 KiB."""
+    r11_persistent.kernel(), with its tile, stages, super tile, cluster size, consumers and rung 10's setmaxnreg
+    targets as template arguments and the kernel's exact shared memory (alignment slack and mbarriers included)
+    within 227 KiB."""
     runnable, _ = tune.plan("11", tune.sweep("11"))
     assert len(runnable) == 72
     for cfg in runnable:
         kwargs = tune.kernel_kwargs("11", cfg)
         k = r11_persistent.kernel(**kwargs)
         assert k.template_args == (cfg.bm, cfg.bn, 64, cfg.stages, cfg.super_m, cfg.super_n, cfg.cluster_m,
-                                   cfg.consumers)
+                                   cfg.consumers, r10_warp_specialized.PRODUCER_REGS, r10_warp_specialized.CONSUMER_REGS)
         assert k.smem_bytes == r11_persistent.smem_bytes(kwargs["tiles"], cfg.consumers) <= BUDGET, cfg.label
         assert k.smem_bytes >= ring(cfg) + c_panels("11", cfg)
         assert k.threads == 128 * (1 + cfg.consumers)

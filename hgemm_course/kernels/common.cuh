@@ -21,3 +21,41 @@ __device__ __forceinline__ void store_pair_guarded(half* C, int M, int N, int ro
         *reinterpret_cast<half2*>(C + static_cast<size_t>(row) * N + col) = __floats2half2_rn(v0, v1);
     }
 }
+
+// ---- the dynamic shared memory of the TMA rungs (07, 09-11) ------------------------------------------
+// A kernel declares its shared memory as one struct and indexes it; the launcher asks for
+// SMEM_ALIGN + sizeof(struct) bytes and checks that figure at compile time (launch_smem_bytes).
+
+// TMA's 128-byte swizzle repeats every 8 rows of 128 bytes, so a swizzled tile must start on a 1024-byte
+// boundary of the shared window, which the start of dynamic shared memory is not guaranteed to be.
+constexpr int SMEM_ALIGN = 1024;
+
+// The dynamic shared memory as a T that starts at its first 1024-byte boundary (the launcher's SMEM_ALIGN
+// bytes of slack cover the skip).
+template <typename T>
+__device__ __forceinline__ T& aligned_smem(unsigned char* smem) {
+    return *reinterpret_cast<T*>(smem + (0u - smem_u32(smem)) % SMEM_ALIGN);
+}
+
+// The ring of rungs 07, 09 and 10: STAGES k-slices of A and B as TMA writes them (128B-swizzled) and a
+// full and an empty mbarrier per stage.
+template <int BM, int BN, int BK, int STAGES>
+struct TmaRing {
+    static_assert(BM * BK * 2 % SMEM_ALIGN == 0 && BK * BN * 2 % SMEM_ALIGN == 0,
+                  "every stage of A and of B starts on a 1024-byte boundary");
+    alignas(SMEM_ALIGN) half a[STAGES][BM * BK];    // (BM, BK) halves per stage, swizzled
+    alignas(SMEM_ALIGN) half b[STAGES][BK * BN];    // BN / 64 panels of (BK, 64) halves per stage, swizzled
+    unsigned long long full[STAGES];                // mbarriers (one 64-bit word each): the stage's bytes have landed
+    unsigned long long empty[STAGES];               // mbarriers: every consumer warp is done with the stage
+};
+
+// Instantiated by the launcher (ladder/nvrtc_kernel.py) with the dynamic shared memory it launches with:
+// compiling fails when that is not exactly the kernel's layout plus the alignment slack.
+template <typename Layout, int LAUNCH_BYTES>
+struct SmemCheck {
+    static_assert(SMEM_ALIGN + sizeof(Layout) == LAUNCH_BYTES,
+                  "the launcher's smem_bytes is not SMEM_ALIGN + sizeof(the kernel's shared-memory struct)");
+    static constexpr int bytes = LAUNCH_BYTES;
+};
+template <typename Layout, int LAUNCH_BYTES>
+__device__ const int launch_smem_bytes = SmemCheck<Layout, LAUNCH_BYTES>::bytes;

@@ -27,15 +27,9 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     constexpr int K_STEPS = BK / 16;                  // mma k-steps per slice
     static_assert(K_STEPS % 2 == 0, "BK must be a multiple of 32: the two fragment buffers alternate k-steps");
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
 
     extern __shared__ __align__(1024) unsigned char smem[];
-    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
-                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
-    const unsigned full_bar = b_smem + STAGES * B_STAGE; // STAGES mbarriers: the stage's bytes have landed
-    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every warp is done with the stage
+    auto& ring = aligned_smem<TmaRing<BM, BN, BK, STAGES>>(smem); // the stages and their mbarriers (common.cuh)
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -61,13 +55,14 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     // or K arrive zero-filled, so the tails add nothing to the sums.
     auto load_tile = [&](int stage, int kt) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
-        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
-        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+        const unsigned a_stage = smem_u32(ring.a[stage]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[stage]);   // (BK, BN) halves
+        const unsigned full = smem_u32(&ring.full[stage]);
+        mbar_arrive_expect_tx(full, sizeof(ring.a[stage]) + sizeof(ring.b[stage]));
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full);
 #pragma unroll
         for (int p = 0; p < BN / 64; ++p) {
-            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full);
         }
     };
 
@@ -83,8 +78,8 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
 
     // The fragments of k-step kk of the slice in `stage`, into fragment buffer `buf`.
     auto load_fragments = [&](int buf, int stage, int kk) {
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a[stage]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[stage]);   // (BK, BN) halves
 #pragma unroll
         for (int i = 0; i < FRAG_M; ++i) {
             ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],
@@ -103,8 +98,8 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         tma_prefetch_descriptor(&tmap_b);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bar + s * 8, 1);
-            mbar_init(empty_bar + s * 8, THREADS / 32);
+            mbar_init(smem_u32(&ring.full[s]), 1);
+            mbar_init(smem_u32(&ring.empty[s]), THREADS / 32);
         }
         fence_mbarrier_init();
 #pragma unroll
@@ -113,7 +108,7 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         }
     }
     __syncthreads();
-    mbar_wait_parity(full_bar, 0);
+    mbar_wait_parity(smem_u32(&ring.full[0]), 0);
     load_fragments(0, 0, 0);
 
     // ---- main loop: refill the stage freed last iteration; the mma of k-step kk run on one
@@ -122,7 +117,7 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int next = kt + STAGES - 1;
         if (tid == 0 && next < k_tiles) {
-            if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, (next / STAGES - 1) % 2);
+            if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);
             load_tile(next % STAGES, next);
         }
         __syncwarp();                                 // warp 0 whole again before its warp-wide ldmatrix
@@ -133,10 +128,10 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
                 if (kk == K_STEPS - 2) {              // slice kt's last ldmatrix is out: free its stage,
                     fence_proxy_async_shared_cta();   // its reads ordered before the TMA's next writes
                     __syncwarp();
-                    if (lane == 0) mbar_arrive(empty_bar + (kt % STAGES) * 8);
+                    if (lane == 0) mbar_arrive(smem_u32(&ring.empty[kt % STAGES]));
                 }
             } else if (kt + 1 < k_tiles) {
-                mbar_wait_parity(full_bar + ((kt + 1) % STAGES) * 8, ((kt + 1) / STAGES) % 2);
+                mbar_wait_parity(smem_u32(&ring.full[(kt + 1) % STAGES]), ((kt + 1) / STAGES) % 2);
                 load_fragments(0, (kt + 1) % STAGES, 0);
             }
 #pragma unroll

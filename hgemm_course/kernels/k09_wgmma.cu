@@ -23,18 +23,12 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
     constexpr int FRAG_M = BM / 64;                   // m64 wgmma products per k16 step
     constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
     static_assert(BK == 64, "a stage row of A is one 128-byte swizzle row: BK = 64 halves");
     static_assert(BM % 64 == 0 && BN % 64 == 0, "whole m64 products and whole 64-column panels of B");
     static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
 
     extern __shared__ __align__(1024) unsigned char smem[];
-    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
-                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
-    const unsigned full_bar = b_smem + STAGES * B_STAGE; // STAGES mbarriers: the stage's bytes have landed
-    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every warp is done with the stage
+    auto& ring = aligned_smem<TmaRing<BM, BN, BK, STAGES>>(smem); // the stages and their mbarriers (common.cuh)
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -58,13 +52,14 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
     // or K arrive zero-filled, so the tails add nothing to the sums.
     auto load_tile = [&](int stage, int kt) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
-        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
-        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+        const unsigned a_stage = smem_u32(ring.a[stage]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[stage]);   // (BK, BN) halves
+        const unsigned full = smem_u32(&ring.full[stage]);
+        mbar_arrive_expect_tx(full, sizeof(ring.a[stage]) + sizeof(ring.b[stage]));
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full);
 #pragma unroll
         for (int p = 0; p < BN / 64; ++p) {
-            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full);
         }
     };
 
@@ -89,8 +84,8 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
         tma_prefetch_descriptor(&tmap_b);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bar + s * 8, 1);
-            mbar_init(empty_bar + s * 8, THREADS / 32);
+            mbar_init(smem_u32(&ring.full[s]), 1);
+            mbar_init(smem_u32(&ring.empty[s]), THREADS / 32);
         }
         fence_mbarrier_init();
 #pragma unroll
@@ -104,14 +99,14 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int next = kt + STAGES - 2;
         if (tid == 0 && next < k_tiles) {
-            if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, (next / STAGES - 1) % 2);
+            if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);
             load_tile(next % STAGES, next);
         }
         __syncwarp();                                 // warp 0 whole again before its warpgroup-wide wgmma
-        mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);
+        mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);
 
-        const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a[kt % STAGES]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[kt % STAGES]);   // (BK, BN) halves
         wgmma_fence();                                // the accumulators are settled before wgmma reads them
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
@@ -124,7 +119,7 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
         wgmma_commit_group();
         wgmma_wait_group<1>();                        // slice kt - 1's products are done; slice kt's run on
         __syncwarp();
-        if (kt > 0 && lane == 0) mbar_arrive(empty_bar + ((kt - 1) % STAGES) * 8);
+        if (kt > 0 && lane == 0) mbar_arrive(smem_u32(&ring.empty[(kt - 1) % STAGES]));
     }
     wgmma_wait_group<0>();                            // the last slice's products
 

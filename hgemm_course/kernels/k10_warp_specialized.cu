@@ -16,7 +16,9 @@
 // of (64, BN) on its own BM / 2 rows; the K loop walks BK-wide slices through a STAGES-deep TMA +
 // mbarrier ring that the producer warpgroup fills. The 1-D grid
 // holds cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) super tiles of SUPER_M * SUPER_N CTAs.
-template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N>
+// setmaxnreg sets each producer thread to PRODUCER_REGS registers (one thread issues TMA, no
+// accumulators) and each consumer thread to CONSUMER_REGS (up to 128 accumulators + addresses).
+template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int PRODUCER_REGS, int CONSUMER_REGS>
 __global__ void __launch_bounds__(384, 1)
 k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
@@ -24,26 +26,18 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
     constexpr int CONSUMERS = 2;                      // consumer warpgroups, one half of the tile each
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
-    constexpr int PRODUCER_REGS = 40;                 // per thread: one thread issues TMA, no accumulators
-    constexpr int CONSUMER_REGS = 232;                // per thread: up to 128 accumulators + addresses
     constexpr int FRAG_M = BM / 64 / CONSUMERS;       // m64 wgmma products per k16 step, per consumer
     constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
     static_assert(BK == 64, "a stage row of A is one 128-byte swizzle row: BK = 64 halves");
     static_assert(BM % (64 * CONSUMERS) == 0 && BN % 64 == 0,
                   "whole m64 products per consumer and whole 64-column panels of B");
     static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
     static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (1 + CONSUMERS) * LAUNCH_REGS,
-                  "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool: 40 + 2 x 232 = 3 x 168");
+                  "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool");
 
     extern __shared__ __align__(1024) unsigned char smem[];
-    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
-                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
-    const unsigned full_bar = b_smem + STAGES * B_STAGE; // STAGES mbarriers: the stage's bytes have landed
-    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every consumer warp is done with the stage
+    auto& ring = aligned_smem<TmaRing<BM, BN, BK, STAGES>>(smem); // the stages and their mbarriers (common.cuh)
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -68,13 +62,14 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
     // or K arrive zero-filled, so the tails add nothing to the sums.
     auto load_tile = [&](int stage, int kt) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
-        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
-        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+        const unsigned a_stage = smem_u32(ring.a[stage]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[stage]);   // (BK, BN) halves
+        const unsigned full = smem_u32(&ring.full[stage]);
+        mbar_arrive_expect_tx(full, sizeof(ring.a[stage]) + sizeof(ring.b[stage]));
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full);
 #pragma unroll
         for (int p = 0; p < BN / 64; ++p) {
-            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full);
         }
     };
 
@@ -97,8 +92,8 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
         tma_prefetch_descriptor(&tmap_b);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bar + s * 8, 1);
-            mbar_init(empty_bar + s * 8, (THREADS - 128) / 32);
+            mbar_init(smem_u32(&ring.full[s]), 1);
+            mbar_init(smem_u32(&ring.empty[s]), (THREADS - 128) / 32);
         }
         fence_mbarrier_init();
     }
@@ -109,7 +104,7 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
         warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (tid == 0) {
             for (int kt = 0; kt < k_tiles; ++kt) {
-                if (kt >= STAGES) mbar_wait_parity(empty_bar + (kt % STAGES) * 8, (kt / STAGES - 1) % 2);
+                if (kt >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[kt % STAGES]), (kt / STAGES - 1) % 2);
                 load_tile(kt % STAGES, kt);
             }
         }
@@ -120,10 +115,10 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
         float acc[FRAG_M][FRAG_N][4] = {};            // (BM / 2, BN) fp32 accumulators of the warpgroup
 
         for (int kt = 0; kt < k_tiles; ++kt) {
-            mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);
+            mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);
 
-            const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
-            const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
+            const unsigned a_stage = smem_u32(ring.a[kt % STAGES]);   // (BM, BK) halves
+            const unsigned b_stage = smem_u32(ring.b[kt % STAGES]);   // (BK, BN) halves
             wgmma_fence();                            // the accumulators are settled before wgmma reads them
 #pragma unroll
             for (int kk = 0; kk < BK / 16; ++kk) {
@@ -136,7 +131,7 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
             wgmma_commit_group();
             wgmma_wait_group<1>();                    // slice kt - 1's products are done; slice kt's run on
             __syncwarp();
-            if (kt > 0 && lane == 0) mbar_arrive(empty_bar + ((kt - 1) % STAGES) * 8);
+            if (kt > 0 && lane == 0) mbar_arrive(smem_u32(&ring.empty[(kt - 1) % STAGES]));
         }
         wgmma_wait_group<0>();                        // the last slice's products
 

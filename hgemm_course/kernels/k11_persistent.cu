@@ -34,6 +34,21 @@ __host__ __device__ constexpr int2 tile_of(int t, int grid_m, int grid_n) {
             sb_n * SUPER_N + in_sb % SUPER_N};        // tile column of C: n fast inside
 }
 
+// The shared memory of rung 11: rung 10's ring (TmaRing, common.cuh) with each consumer's C panel buffers
+// between B's stages and the mbarriers.
+template <int BM, int BN, int BK, int STAGES, int CONSUMERS>
+struct RingAndPanels {
+    static constexpr int C_ROWS = BM / CONSUMERS;     // rows of C one consumer computes and stores
+    static constexpr int C_BUFFERS = BN / 64 < 2 ? BN / 64 : 2; // panel buffers per consumer, taking turns
+    static_assert(BM * BK * 2 % SMEM_ALIGN == 0 && BK * BN * 2 % SMEM_ALIGN == 0 && C_ROWS * 128 % SMEM_ALIGN == 0,
+                  "every stage of A and of B and every C panel starts on a 1024-byte boundary");
+    alignas(SMEM_ALIGN) half a[STAGES][BM * BK];    // (BM, BK) halves per stage, swizzled
+    alignas(SMEM_ALIGN) half b[STAGES][BK * BN];    // BN / 64 panels of (BK, 64) halves per stage, swizzled
+    alignas(SMEM_ALIGN) half c[CONSUMERS][C_BUFFERS][C_ROWS * 64]; // (C_ROWS, 64) halves per panel, swizzled
+    unsigned long long full[STAGES];                // mbarriers (one 64-bit word each): the stage's bytes have landed
+    unsigned long long empty[STAGES];               // mbarriers: every consumer warp is done with the stage
+};
+
 // Two fp32 accumulators as one register of two halves (lo in the low 16 bits), as stmatrix stores them.
 __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
     const half2 h = __floats2half2_rn(lo, hi);
@@ -47,7 +62,10 @@ __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
 // warpgroup fills. The persistent 1-D grid of clusters walks the
 // launch positions of rung 06 over a grid of (CLUSTER_M x BM, BN) cluster tiles, super tiles of
 // SUPER_M / CLUSTER_M x SUPER_N of them; CTA r of a cluster computes row r of its cluster tile.
-template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M, int CONSUMERS>
+// setmaxnreg sets each producer thread to PRODUCER_REGS registers (one thread issues TMA, no
+// accumulators) and each consumer thread to CONSUMER_REGS (up to 128 accumulators + addresses).
+template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M, int CONSUMERS,
+          int PRODUCER_REGS, int CONSUMER_REGS>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 * (1 + CONSUMERS), 1)
 k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
@@ -55,34 +73,24 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         const __grid_constant__ TensorMap tmap_c) { // C (M, N): boxes of (BM / CONSUMERS, 64), SWIZZLE_128B
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
-    constexpr int PRODUCER_REGS = 40;                 // per thread: one thread issues TMA, no accumulators
-    constexpr int CONSUMER_REGS = 232;                // per thread: up to 128 accumulators + addresses
     constexpr int FRAG_M = BM / 64 / CONSUMERS;       // m64 wgmma products per k16 step, per consumer
     constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
-    constexpr int C_ROWS = BM / CONSUMERS;            // rows of C one consumer computes and stores
-    constexpr int C_PANEL = C_ROWS * 128;             // bytes of one (C_ROWS, 64) panel of a consumer's C
-    constexpr int C_BUFFERS = BN / 64 < 2 ? BN / 64 : 2; // panel buffers per consumer, taking turns
-    constexpr int C_HALF = C_BUFFERS * C_PANEL;       // bytes of one consumer's panel buffers
+    using Smem = RingAndPanels<BM, BN, BK, STAGES, CONSUMERS>;
+    constexpr int C_ROWS = Smem::C_ROWS;              // rows of C one consumer computes and stores
+    constexpr int C_BUFFERS = Smem::C_BUFFERS;        // panel buffers per consumer, taking turns
     static_assert(BK == 64, "a stage row of A is one 128-byte swizzle row: BK = 64 halves");
     static_assert(BM % (64 * CONSUMERS) == 0 && BN % 64 == 0,
                   "whole m64 products per consumer and whole 64-column panels of B");
     static_assert(STAGES >= 3, "one stage is read by wgmma in flight, one is waited for, one or more load");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
     static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (1 + CONSUMERS) * LAUNCH_REGS,
-                  "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool: 40 + 2 x 232 = 3 x 168");
+                  "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool");
     static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && SUPER_M % CLUSTER_M == 0 && (BN / 64) % CLUSTER_M == 0,
                   "clusters of 1 or 2 CTAs along M, whole cluster tiles per super tile, B's panels split evenly");
 
     extern __shared__ __align__(1024) unsigned char smem[];
-    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
-                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
-    const unsigned c_smem = b_smem + STAGES * B_STAGE; // CONSUMERS x C_BUFFERS x (C_ROWS, 64) halves, swizzled
-    const unsigned full_bar = c_smem + CONSUMERS * C_HALF; // STAGES mbarriers: the stage's bytes have landed
-    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every consumer warp is done with the stage
+    auto& ring = aligned_smem<Smem>(smem);            // the stages, the C panel buffers and their mbarriers
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -106,17 +114,17 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
     // (each full barrier still expects the whole slice: the other half comes from the partner).
     auto load_tile = [&](int stage, int kt, int m0, int n0) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
-        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
-        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+        const unsigned a_stage = smem_u32(ring.a[stage]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[stage]);   // (BK, BN) halves
+        const unsigned full = smem_u32(&ring.full[stage]);
+        mbar_arrive_expect_tx(full, sizeof(ring.a[stage]) + sizeof(ring.b[stage]));
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full);
 #pragma unroll
         for (int p = rank; p < BN / 64; p += CLUSTER_M) {
             if constexpr (CLUSTER_M == 1) {
-                tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+                tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full);
             } else {
-                tma_load_2d_multicast(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8,
-                                      (1 << CLUSTER_M) - 1);
+                tma_load_2d_multicast(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full, (1 << CLUSTER_M) - 1);
             }
         }
     };
@@ -126,9 +134,9 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
     // lane r of the warp arrives at CTA r's barrier, so the arrivals go out side by side.
     auto release_stage = [&](int stage) {
         if constexpr (CLUSTER_M == 1) {
-            if (lane == 0) mbar_arrive(empty_bar + stage * 8);
+            if (lane == 0) mbar_arrive(smem_u32(&ring.empty[stage]));
         } else {
-            if (lane < CLUSTER_M) mbar_arrive_cluster(empty_bar + stage * 8, lane);
+            if (lane < CLUSTER_M) mbar_arrive_cluster(smem_u32(&ring.empty[stage]), lane);
         }
     };
 
@@ -152,8 +160,8 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         tma_prefetch_descriptor(&tmap_c);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bar + s * 8, 1);
-            mbar_init(empty_bar + s * 8, CLUSTER_M * (THREADS - 128) / 32);
+            mbar_init(smem_u32(&ring.full[s]), 1);
+            mbar_init(smem_u32(&ring.empty[s]), CLUSTER_M * (THREADS - 128) / 32);
         }
         fence_mbarrier_init();
     }
@@ -173,7 +181,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
                 const int2 tile = tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n);
                 if (tile.x >= grid_cm || tile.y >= grid_n) continue;  // the edge super tiles are not full
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-                    if (it >= STAGES) mbar_wait_parity(empty_bar + (it % STAGES) * 8, (it / STAGES - 1) % 2);
+                    if (it >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[it % STAGES]), (it / STAGES - 1) % 2);
                     load_tile(it % STAGES, kt, (tile.x * CLUSTER_M + rank) * BM, tile.y * BN);
                 }
             }
@@ -182,7 +190,6 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         // ---- consumers: wait for slice it, compute this warpgroup's half, free slice it - 1 ----
         warpgroup_reg_alloc<CONSUMER_REGS>();
         const int consumer = warpgroup - 1;           // rows consumer * C_ROWS.. of the tile
-        const unsigned c_half = c_smem + consumer * C_HALF; // C_BUFFERS x (C_ROWS, 64) halves, swizzled
         const bool storer = tid % 128 == 0;           // the thread that issues this consumer's TMA stores
         float acc[FRAG_M][FRAG_N][4];                 // (C_ROWS, BN) fp32 accumulators of the warpgroup
 
@@ -201,10 +208,10 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
             }
 
             for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-                mbar_wait_parity(full_bar + (it % STAGES) * 8, (it / STAGES) % 2);
+                mbar_wait_parity(smem_u32(&ring.full[it % STAGES]), (it / STAGES) % 2);
 
-                const unsigned a_stage = a_smem + (it % STAGES) * A_STAGE;   // (BM, BK) halves
-                const unsigned b_stage = b_smem + (it % STAGES) * B_STAGE;   // (BK, BN) halves
+                const unsigned a_stage = smem_u32(ring.a[it % STAGES]);   // (BM, BK) halves
+                const unsigned b_stage = smem_u32(ring.b[it % STAGES]);   // (BK, BN) halves
                 wgmma_fence();                        // the accumulators are settled before wgmma reads them
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
@@ -226,7 +233,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
             // ---- epilogue: fp32 accumulators -> fp16, panel by panel through the panel buffers --
 #pragma unroll
             for (int p = 0; p < BN / 64; ++p) {       // the 64-column panel p of this consumer's rows
-                const unsigned panel = c_half + p % C_BUFFERS * C_PANEL;
+                const unsigned panel = smem_u32(ring.c[consumer][p % C_BUFFERS]); // (C_ROWS, 64) halves
                 if (storer) tma_store_wait_read<C_BUFFERS - 1>(); // the store that last read this buffer is done
                 named_barrier_sync(1 + consumer, 128); // ... and this warpgroup knows it
 #pragma unroll

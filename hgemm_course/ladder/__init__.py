@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from ..paths import KERNELS_DIR, REPO_ROOT
+from ..paths import KERNELS_DIR
 
 _MODULE_NAME = re.compile(r"^r(\d\d[a-z]?)_(\w+)$")
 
@@ -111,9 +111,3 @@ def numba_stream(array):
     ptr = cupy.cuda.get_current_stream().ptr
     return cuda.external_stream(ptr) if ptr else 0
 
-
-def repo_relative(path: Path) -> str:
-    try:
-        return str(path.relative_to(REPO_ROOT)) if REPO_ROOT else str(path)
-    except ValueError:
-        return str(path)

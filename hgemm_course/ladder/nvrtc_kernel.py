@@ -25,14 +25,23 @@ class TemplateKernel:
     smem_bytes: int                      # dynamic shared memory per CTA
     grid: Callable[[int, int], tuple]    # (M, N) -> grid dims
     arch: str = DEFAULT_ARCH
+    smem_layout: str | None = None       # the C++ struct the kernel lays its shared memory out as, e.g.
+                                         # "TmaRing<128, 128, 64, 3>" (kernels/common.cuh)
 
     @property
     def name_expression(self) -> str:
         args = (str(a).lower() if isinstance(a, bool) else str(a) for a in self.template_args)
         return f"{self.kernel}<{', '.join(args)}>"
 
+    @property
+    def smem_check(self) -> str | None:
+        """A name expression that compiles only if ``smem_bytes`` is SMEM_ALIGN + sizeof(``smem_layout``):
+        the launcher's budget and the kernel's struct cannot disagree (common.cuh, launch_smem_bytes)."""
+        return f"&launch_smem_bytes<{self.smem_layout}, {self.smem_bytes}>" if self.smem_layout else None
+
     def compile(self) -> CompiledModule:
-        return compile_cuda(self.source, name_expressions=(self.name_expression,), arch=self.arch)
+        names = (self.name_expression, self.smem_check) if self.smem_layout else (self.name_expression,)
+        return compile_cuda(self.source, name_expressions=names, arch=self.arch)
 
     def function(self):
         """The loaded kernel on the current GPU, compiled once and loaded once per GPU (launches stay cheap)."""

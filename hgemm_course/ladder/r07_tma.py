@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
-from .. import tensormap
+from ..tensormap import tensor_maps
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
 from .r05_swizzle import check_swizzle
@@ -15,14 +15,22 @@ SOURCE = "k07_tma.cu"
 # 256x128 variant with 3 or 4 stages lay between 58% and 63% of cuBLAS at 8192, within run-to-run noise.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
-ALIGN = 1024                              # TMA's 128-byte swizzle works on 1024-byte (8-row) atoms
+SMEM_ALIGN = 1024                         # TMA's 128-byte swizzle works on 1024-byte (8-row) atoms
+MBARRIER_BYTES = 8                        # an mbarrier is one 64-bit word of shared memory
 
 
 def smem_bytes(t: MmaTiles) -> int:
-    """Dynamic shared memory: slack to align the stages to 1024 bytes, the stages, and a full and
-    an empty mbarrier (8 bytes each) per stage, rounded up to whole 1024-byte blocks so that a
-    second CTA on the same SM starts on the 1024-byte grid too."""
-    return cdiv(ALIGN + t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + t.stages * 2 * 8, ALIGN) * ALIGN
+    """Dynamic shared memory: the kernel's TmaRing (kernels/common.cuh), each stage's A and B tiles and
+    its full and empty mbarrier, in whole 1024-byte blocks as the struct's alignment rounds it, plus
+    SMEM_ALIGN bytes of slack for the kernel to start it on a 1024-byte boundary. Compiling the kernel
+    checks this figure against sizeof(TmaRing) (TemplateKernel.smem_check)."""
+    ring = t.stages * ((t.bm * t.bk + t.bk * t.bn) * 2 + 2 * MBARRIER_BYTES)
+    return SMEM_ALIGN + cdiv(ring, SMEM_ALIGN) * SMEM_ALIGN
+
+
+def tma_ring(t: MmaTiles) -> str:
+    """The C++ type of the kernel's shared memory for these tiles (TmaRing, kernels/common.cuh)."""
+    return f"TmaRing<{t.bm}, {t.bn}, {t.bk}, {t.stages}>"
 
 
 @lru_cache(maxsize=None)
@@ -33,21 +41,11 @@ def kernel(tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> Templa
     require(tiles.bm <= 256, f"bm={tiles.bm}: one TMA box of A has bm rows, and a box side is at most 256.")
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     return TemplateKernel(SOURCE, "k07_tma", (*tiles.template_args, *super_mn), tiles.threads, smem,
-                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
-
-
-@lru_cache(maxsize=64)
-def _maps(a_ptr: int, M: int, K: int, b_ptr: int, N: int, bm: int, bk: int):
-    """Tensor maps of A (boxes of (bm, bk)) and B (boxes of (bk, 64)); cached per buffer and shape."""
-    map_a = tensormap.encode(tensormap.TileMap2D(a_ptr, M, K, K * 2, bm, bk))
-    map_b = tensormap.encode(tensormap.TileMap2D(b_ptr, K, N, N * 2, bk, 64))
-    return map_a, map_b
+                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
 
 
 def launch(a, b, c, tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
-    M, K = a.shape
-    N = b.shape[1]
-    kernel(tiles, super_mn).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk))
+    kernel(tiles, super_mn).launch(a, b, c, *tensor_maps(a, b, tiles.bm, tiles.bk))
 
 
 RUNG = Rung(

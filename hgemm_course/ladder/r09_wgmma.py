@@ -4,10 +4,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from ..tensormap import tensor_maps
 from . import Rung
 from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, require
 from .r06_supertile import grid_1d
-from .r07_tma import _maps, smem_bytes
+from .r07_tma import smem_bytes, tma_ring
 
 SOURCE = "k09_wgmma.cu"
 THREADS = 128                             # one warpgroup: four consecutive warps
@@ -91,13 +92,11 @@ def kernel(tiles: WgmmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> Temp
     tiles.check(smem)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     return TemplateKernel(SOURCE, "k09_wgmma", (*tiles.template_args, *super_mn), tiles.threads, smem,
-                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
+                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
 
 
 def launch(a, b, c, tiles: WgmmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
-    M, K = a.shape
-    N = b.shape[1]
-    kernel(tiles, super_mn).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk))
+    kernel(tiles, super_mn).launch(a, b, c, *tensor_maps(a, b, tiles.bm, tiles.bk))
 
 
 RUNG = Rung(

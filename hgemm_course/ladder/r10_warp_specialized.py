@@ -5,16 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from ..tensormap import tensor_maps
 from . import Rung
 from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, require
 from .r06_supertile import grid_1d
-from .r07_tma import _maps, smem_bytes
+from .r07_tma import smem_bytes, tma_ring
 from .r09_wgmma import WGMMA_N, WgmmaTiles
 
 SOURCE = "k10_warp_specialized.cu"
 CONSUMERS = 2                             # consumer warpgroups per CTA, one half of the tile each
 THREADS = 128 * (1 + CONSUMERS)           # the producer warpgroup first, then the consumers
-PRODUCER_REGS, CONSUMER_REGS = 40, 232    # setmaxnreg targets the kernel sets (k10_warp_specialized.cu)
+# setmaxnreg targets per thread, the kernels' template arguments (rungs 10 and 11): the producer, one thread issuing
+# TMA, keeps 40; a consumer takes 232 for up to 128 accumulators and its addresses.
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
 
 
 @dataclass(frozen=True)
@@ -72,14 +75,13 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     smem = smem_bytes(tiles)
     tiles.check(smem)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
-    return TemplateKernel(SOURCE, "k10_warp_specialized", (*tiles.template_args, *super_mn), tiles.threads, smem,
-                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
+    args = (*tiles.template_args, *super_mn, PRODUCER_REGS, CONSUMER_REGS)
+    return TemplateKernel(SOURCE, "k10_warp_specialized", args, tiles.threads, smem,
+                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
-    M, K = a.shape
-    N = b.shape[1]
-    kernel(tiles, super_mn).launch(a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk))
+    kernel(tiles, super_mn).launch(a, b, c, *tensor_maps(a, b, tiles.bm, tiles.bk))
 
 
 RUNG = Rung(

@@ -10,7 +10,7 @@ from .. import device, tensormap
 from . import Rung
 from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, cdiv, require
 from .r06_supertile import grid_1d
-from .r07_tma import ALIGN, _maps
+from .r07_tma import MBARRIER_BYTES, SMEM_ALIGN
 from .r10_warp_specialized import (
     CONSUMER_REGS,
     CONSUMERS,
@@ -41,10 +41,12 @@ def c_buffer_bytes(t: WarpSpecializedTiles, consumers: int = CONSUMERS) -> int:
 
 
 def smem_bytes(t: WarpSpecializedTiles, consumers: int = CONSUMERS) -> int:
-    """Dynamic shared memory: slack to align to 1024 bytes, the ring's stages, the C panel buffers,
-    a full and an empty mbarrier per stage, rounded up to whole 1024-byte blocks."""
-    return cdiv(ALIGN + t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + c_buffer_bytes(t, consumers) + t.stages * 2 * 8,
-                ALIGN) * ALIGN
+    """Dynamic shared memory: the kernel's RingAndPanels (k11_persistent.cu), the ring's stages, the C panel
+    buffers and a full and an empty mbarrier per stage, in whole 1024-byte blocks as the struct's alignment
+    rounds it, plus SMEM_ALIGN bytes of slack to start it on a 1024-byte boundary. Compiling the kernel checks
+    this figure against sizeof(RingAndPanels) (TemplateKernel.smem_check)."""
+    ring = t.stages * ((t.bm * t.bk + t.bk * t.bn) * 2 + 2 * MBARRIER_BYTES) + c_buffer_bytes(t, consumers)
+    return SMEM_ALIGN + cdiv(ring, SMEM_ALIGN) * SMEM_ALIGN
 
 
 def launch_positions(M: int, N: int, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
@@ -92,24 +94,37 @@ def resident_ctas(kern: TemplateKernel, cluster_m: int) -> int:
     return _clusters_that_fit(kern, cluster_m) * cluster_m
 
 
-def _function_handle(kern: TemplateKernel) -> int:
-    """The CUfunction behind the loaded kernel (CuPy's RawKernel keeps it as a Function with ``ptr``)."""
-    fn = kern.function()
-    return getattr(fn, "kernel", fn).ptr
-
-
 @lru_cache(maxsize=None)
 def _clusters_that_fit(kern: TemplateKernel, cluster_m: int) -> int:
+    """The driver's answer for the kernel's cubin, loaded here through the driver API (CuPy keeps its own
+    handle of the loaded kernel private), with the dynamic shared memory it launches with."""
     from cuda.bindings import driver
+    from cupy.cuda import runtime
 
-    config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = cluster_m, 1, 1
-    config.blockDimX, config.blockDimY, config.blockDimZ = kern.threads, 1, 1
-    config.sharedMemBytes = kern.smem_bytes
-    err, clusters = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(_function_handle(kern)), config)
-    if err != driver.CUresult.CUDA_SUCCESS or clusters < 1:
-        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err}) for {kern.name_expression}: "
-                           "the GPU cannot run this kernel's clusters.")
+    def checked(result, call: str):
+        if result[0] != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"{call} failed ({result[0].name}) for {kern.name_expression}.")
+        return result[1] if len(result) > 1 else None
+
+    runtime.setDevice(runtime.getDevice())    # cudaSetDevice: the GPU's primary context, initialized and current
+    compiled = kern.compile()
+    module = checked(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
+    try:
+        function = checked(driver.cuModuleGetFunction(module, compiled.lowered[kern.name_expression].encode()),
+                           "cuModuleGetFunction")
+        checked(driver.cuFuncSetAttribute(
+            function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kern.smem_bytes),
+            "cuFuncSetAttribute")
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = cluster_m, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = kern.threads, 1, 1
+        config.sharedMemBytes = kern.smem_bytes
+        clusters = checked(driver.cuOccupancyMaxActiveClusters(function, config), "cuOccupancyMaxActiveClusters")
+    finally:
+        driver.cuModuleUnload(module)
+    if clusters < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters finds no room for a cluster of {cluster_m} CTAs of "
+                           f"{kern.name_expression}: the GPU cannot run this kernel's clusters.")
     return int(clusters)
 
 
@@ -134,8 +149,10 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     def grid(M: int, N: int) -> tuple[int]:
         return persistent_grid(M, N, resident_ctas(kern, cluster_m), tiles, super_mn, max_ctas, cluster_m)
 
-    kern = TemplateKernel(SOURCE, "k11_persistent", (*tiles.template_args, *super_mn, cluster_m, consumers),
-                          128 * (1 + consumers), smem, grid=grid)
+    kern = TemplateKernel(SOURCE, "k11_persistent",
+                          (*tiles.template_args, *super_mn, cluster_m, consumers, PRODUCER_REGS, CONSUMER_REGS),
+                          128 * (1 + consumers), smem, grid=grid,
+                          smem_layout=f"RingAndPanels<{tiles.bm}, {tiles.bn}, {tiles.bk}, {tiles.stages}, {consumers}>")
     return kern
 
 
@@ -148,11 +165,8 @@ def _map_c(c_ptr: int, M: int, N: int, rows: int):
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
            max_ctas: int | None = None, cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> None:
-    M, K = a.shape
-    N = b.shape[1]
     kernel(tiles, super_mn, max_ctas, cluster_m, consumers).launch(
-        a, b, c, *_maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk),
-        _map_c(c.data.ptr, M, N, tiles.bm // consumers))
+        a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, *c.shape, tiles.bm // consumers))
 
 
 RUNG = Rung(

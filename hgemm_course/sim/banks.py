@@ -16,42 +16,17 @@ The model (the one Nsight Compute's shared-memory counters follow):
 Not modelled: the hardware merging phases whose lanes read the same 16 bytes,
 and requests of fewer than 4 bytes.
 
-Measured on the H200 (results/model_banks_nvidia-h200_*.json, 2048^3, BM=256, BN=128, BK=64,
-8 warps): ldmatrix wavefronts and conflicts agree exactly for rungs 03-07.
+``cp.async`` 16-byte stores (SASS LDGSTS) follow a rule of their own (:func:`ldgsts_wavefronts`):
+each 8-lane phase is taken one 128-byte global line at a time; a line whose lanes all write one
+128-byte shared segment costs 1 wavefront, however its chunks are permuted there; a line spread over
+several segments costs one per segment and, where its shared and global addresses differ modulo 32
+bytes, one per segment and half-sector (global address bit 4).
 
-``cp.async`` 16-byte stores (SASS LDGSTS) follow a rule of their own, measured one layout at a
-time by scripts/ldgsts_wavefronts.py (results/ncu/ldgsts_probe_20261129T1821.csv/.txt: 100
-single-CTA launches under ncu, ``sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts``
-per LDGSTS, zero bank conflicts in every one, identical cold (line from DRAM) and warm (line in
-L2), with and without zero-fill folded away). :func:`ldgsts_wavefronts`:
-
-- each 8-lane phase is taken one 128-byte global line at a time (the lanes that read it);
-- a line whose lanes all write one 128-byte shared segment costs 1 wavefront, however its
-  chunks are permuted there (the swizzles);
-- a line spread over several segments costs one wavefront per segment, and, when its shared
-  and global addresses differ modulo 32 bytes (each 32-byte global sector lands across two
-  32-byte shared sectors), one per segment *and* half-sector: its lanes with global address
-  bit 4 clear and set are written separately.
-
-So a whole 128-byte line costs 1 into an aligned shared segment and, landing at offset o: 2 for
-o = 32, 64, 96 and 3, 4, 4, 3 for o = 16, 48, 80, 112 (measured: 1 3 2 4 2 4 2 3 for
-o = 0, 16, ..., 112). The rule reproduces all 100 measured configurations exactly, among them
-the rungs' own one-k-step tile copies: padded A 256x64 (pitch 144) 672 and B 64x128 (pitch 272)
-336 wavefronts per CTA (10.5 per LDGSTS), swizzled A 256 and B 128 (4 per LDGSTS, the ideal).
-
-Open: in the 2048^3 GEMM itself ncu counts 904 per CTA and k-step for rungs 03/04 (3,702,784;
-identical on all 128 SMs, so not timing), not the 1008 the probe measures for the same
-addresses, while rungs 05/06 agree (384). The GEMM's LDGSTS carry a runtime zero-fill
-(ignore-source) predicate, ``cp_async_16_zfill(.., inside ? 16 : 0)``; in the probe the
-constant 16 was folded away, so that form was not measured and is the first suspect. A second
-probe run (results/ncu/ldgsts_probe_runtime_zfill_20261129T1830.txt) passed the size in a
-register: the same tile copies then cost 1012 (A) and 464 (B) per CTA, and the plain form
-1040 with 96 bank conflicts where the first run had 672 without any. So on misaligned (padded)
-rows the LDGSTS wavefront count depends on more than the addresses: the instruction form and,
-it seems, how the warps' requests meet in the pipeline. The model stays the address rule above:
-exact for aligned rows (linear, swizzled), and for rungs 03/04 it gives 4,128,768 against ncu's
-3,702,784 (the one-cost-per-store model gave 1,572,864); scripts/compare_models.py reports them
-as DISAGREE.
+Against the H200 (ncu at 2048^3 with the rungs' own tiles, results/model_banks_nvidia-h200_*.json):
+ldmatrix wavefronts and conflicts agree exactly for rungs 03-07, and the LDGSTS rule for the aligned
+rows of rungs 05/06. It disagrees on the padded rows of rungs 03/04: 4,128,768 wavefronts against
+ncu's 3,702,784: on misaligned rows the hardware's count depends on more than the addresses (the
+instruction form, it seems). How the rule was measured and what is still open: research/banks_model_log.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
+# Question: does sim.occupancy's CTAs-per-SM agree with the driver's occupancy calculator on the H200?
+# Results: results/occupancy_check_h200_20261129T1745.json (all 270 cases and the device limits agree).
 """Check hgemm_course.sim.occupancy against the CUDA driver's occupancy calculator on the H200.
 
-    python3 scripts/check_occupancy_h200.py results/occupancy_check_h200.json
+    python3 research/check_occupancy_h200.py results/occupancy_check_h200.json
 
 Compiles one register-hungry dummy kernel per ``--maxrregcount`` cap (NVRTC, through
 hgemm_course.build), loads each cubin with the driver API, reads the registers the driver

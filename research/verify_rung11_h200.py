@@ -1,7 +1,9 @@
+# Question: is rung 11 right on the H200 in every configuration (clusters, 1 consumer, few CTAs), and how fast against 10?
+# Results: results/tuning/2026-11-29_h200_hopper_r11_verify_rung11.json, results/tuning/2026-12-01/verify_rung11_round{3,4}.json.
 """Verify rung 11 (persistent grid, TMA-store epilogue) on the H200, then time rungs 10 and 11 against
 cuBLAS; print a short table last, write everything as JSON with provenance.
 
-    timeout 300 python3 scripts/verify_rung11_h200.py [--out DIR] [--budget 240] [--sizes 2048 4096 8192]
+    timeout 300 python3 research/verify_rung11_h200.py [--out DIR] [--budget 240] [--sizes 2048 4096 8192]
 
 Verification comes first and runs smallest first, one line per check as it finishes: fresh random
 fp16 inputs, NaN-poisoned C, relative Frobenius error against cupy.matmul in FP32 (< 1e-3, max error
@@ -14,14 +16,17 @@ A hung kernel cannot be interrupted, so nothing here waits on one blindly: each 
 event for at most --check-budget seconds and otherwise writes what it has and exits (3); the whole
 run has a --budget after which faulthandler prints every thread's stack and exits (1).
 
-Timing is scripts/tune_hopper_ladder.py's interleaved pass: cuBLAS and each rung in turn, --rounds
-rounds of 10 launches (1 warm-up each), CUDA events per launch, input sets rotated past L2, medians.
+Timing is hgemm_course.harness.bench's: each rung verified again and timed with CUDA events per launch,
+--rounds x 10 launches after a warm-up, cuBLAS timed before and after each rung in the same process,
+input sets rotated past L2, medians.
 Exit status: 0 when everything was right, 1 on any wrong result or error, 3 on a hang.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
+import functools
 import json
 import os
 import re
@@ -32,13 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import tune_hopper_ladder as thl  # noqa: E402  (its interleaved timing and table)
-import tune_mma_ladder as mma  # noqa: E402  (GPU-side random inputs, launchers)
-
-from hgemm_course import harness, results  # noqa: E402
-from hgemm_course.ladder import r10_warp_specialized, r11_persistent  # noqa: E402
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles  # noqa: E402
+from hgemm_course import harness, results
+from hgemm_course.ladder import get, r10_warp_specialized, r11_persistent
+from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 
 # (rung, (M, N, K), launch keyword arguments, label), smallest work first.
 CHECKS = (
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for verify_rung11.json and its table")
     p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192])
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of 10 launches (3 -> median of 30)")
+    p.add_argument("--rounds", type=int, default=3, help="timed launches per rung and size, in tens (3 -> median of 30)")
     p.add_argument("--budget", type=float, default=240.0, help="seconds for the whole run")
     p.add_argument("--check-budget", type=float, default=20.0, help="seconds one check may take on the GPU")
     args = p.parse_args(argv)
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
                                      "smem_bytes": r11_persistent.smem_bytes(r11_persistent.TILES)}}
 
     def write() -> None:
-        out["provenance"] = results.provenance({"script": "scripts/verify_rung11_h200.py", "argv": sys.argv[1:],
+        out["provenance"] = results.provenance({"script": "research/verify_rung11_h200.py", "argv": sys.argv[1:],
                                                 "wall_s": round(time.time() - t0, 1)})
         (folder / "verify_rung11.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
 
@@ -164,7 +165,7 @@ def main(argv=None) -> int:
             if (M, N, K) not in reference_of:
                 reference_of.clear()
                 cupy.get_default_memory_pool().free_all_blocks()
-                a, b = mma.gpu_inputs(M, N, K, seed=M + 3 * N + 7 * K)
+                a, b, _ = harness.random_inputs(M, N, K, seed=M + 3 * N + 7 * K, xp=cupy)
                 reference_of[(M, N, K)] = (a, b, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)))
             a, b, reference = reference_of[(M, N, K)]
             entry.update(check(rung, a, b, reference, kwargs, args.check_budget))
@@ -193,11 +194,11 @@ def main(argv=None) -> int:
     out["sass_rung_11"] = sass_counts()
     table = ""
     if status == 0:
-        chosen = [{"rung": "10", "label": "default", "kwargs": {}}, {"rung": "11", "label": "default", "kwargs": {}},
-                  {"rung": "11", "label": f"cluster {OTHER_CLUSTER['cluster_m']}", "kwargs": OTHER_CLUSTER}]
-        out["interleaved"] = thl.run_interleaved({"variants": [{"passed": True}] * len(chosen)}, chosen, args.sizes,
-                                                 args.rounds)
-        table = thl.format_interleaved(out["interleaved"], args.sizes, args.rounds)
+        other = dataclasses.replace(get("11"), id=f"11 cluster {OTHER_CLUSTER['cluster_m']}",
+                                    launch=functools.partial(r11_persistent.launch, **OTHER_CLUSTER))
+        records = harness.bench([get("10"), get("11"), other], args.sizes, repeats=10 * args.rounds, progress=False)
+        out["bench"] = [r.as_dict() for r in records]
+        table = harness.format_table(records)
     write()
     faulthandler.cancel_dump_traceback_later()
 

@@ -1,8 +1,10 @@
+# Question: does the bank model's 8-way ldmatrix conflict on rung 04's rows without padding hold on the H200?
+# Results: results/model_banks_linear_nvidia-h200_20261129T182234.json, results/ncu/linear_probe_h200_20261129T1822.csv.
 """Rung 04 without its padding: the linear (unswizzled, unpadded) layout the bank model is checked on.
 
-    python3 scripts/linear_variant_probe.py [--size 2048] [--dry-run]
-    ncu -k regex:^k04_linear --launch-skip 1 --launch-count 1 --metrics ... python3 scripts/linear_variant_probe.py
-    python3 scripts/linear_variant_probe.py --model [--size 2048]
+    python3 research/linear_variant_probe.py [--size 2048] [--dry-run]
+    ncu -k regex:^k04_linear --launch-skip 1 --launch-count 1 --metrics ... python3 research/linear_variant_probe.py
+    python3 research/linear_variant_probe.py --model [--size 2048]
 
 The variant is rung 04's own source with the 8 halves of padding set to 0 (rows of BK and BN
 halves, as `sim.banks` calls "linear") and the kernel renamed, launched with rung 04's tiles.

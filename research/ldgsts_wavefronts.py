@@ -1,8 +1,10 @@
+# Question: how many shared-memory wavefronts one 16-byte cp.async (LDGSTS) costs, layout by layout (sim.banks' rule).
+# Results: results/ncu/ldgsts_probe_20261129T1821.{csv,txt}, ldgsts_probe_runtime_zfill_20261129T1830.{csv,txt}.
 """Measure what one 16-byte ``cp.async`` (SASS LDGSTS) costs in shared-memory wavefronts, layout by layout.
 
-    python3 scripts/ldgsts_wavefronts.py --dry-run            # the plan: configurations and the ncu command
-    python3 scripts/ldgsts_wavefronts.py --profile DIR        # on the GPU: ncu over every configuration
-    python3 scripts/ldgsts_wavefronts.py --parse DIR/ldgsts.csv [--out-table T.txt]
+    python3 research/ldgsts_wavefronts.py --dry-run            # the plan: configurations and the ncu command
+    python3 research/ldgsts_wavefronts.py --profile DIR        # on the GPU: ncu over every configuration
+    python3 research/ldgsts_wavefronts.py --parse DIR/ldgsts.csv [--out-table T.txt]
 
 One kernel, ``ldgsts_probe``, one CTA per launch: thread ``t`` of copy iteration ``i`` copies the 16
 bytes at global byte offset ``goff[i][t]`` to shared byte offset ``soff[i][t]`` (a negative global

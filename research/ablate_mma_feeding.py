@@ -1,7 +1,9 @@
+# Question: what each change in how rungs 04-07 feed mma.sync (fragment buffers, copy bursts, 2-CTA/SM, fences) gains.
+# Results: results/tuning/2026-12-01/ablate_mma_feeding_round{1..5}{.json,_table.txt} (see results/tuning/README.md).
 """How rungs 04-07 feed mma.sync: time kernel sources side by side on the GPU, each verified first.
 
-    python3 scripts/ablate_mma_feeding.py --out DIR [--sizes 4096 8192] [--only LABEL ...]
-    python3 scripts/ablate_mma_feeding.py --launch LABEL --size 8192     # one warm-up + one launch, for ncu
+    python3 research/ablate_mma_feeding.py --out DIR [--sizes 4096 8192] [--only LABEL ...]
+    python3 research/ablate_mma_feeding.py --launch LABEL --size 8192     # one warm-up + one launch, for ncu
 
 A variant is a rung's launcher (its tiles, super tile, tensor maps) with the kernel source swapped
 for another file that defines the same template: the source committed before a change (kept
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from hgemm_course import harness, results
 from hgemm_course.ladder.nvrtc_kernel import MmaTiles, launched_kernel
+from hgemm_course.tensormap import tensor_maps
 
 ROOT = Path(__file__).resolve().parent.parent
 ABLATE = ROOT / ".ablate"
@@ -30,13 +33,13 @@ ROW_MAJOR = (1, 64)          # super tiles one tile high and 64 wide: row-major 
 WIDE = MmaTiles(bm=128, bn=256, bk=64, wm=64, wn=64, stages=4)      # the same 8 warps, 2 x 4 of them
 THREE_STAGES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=3)
 PAIR = MmaTiles(bm=128, bn=128, bk=64, wm=64, wn=64, stages=3)     # 4 warps: two CTAs fit on an SM
+PADDED = ("constexpr int A_LD = BK + 8;", "constexpr int B_LD = BN + 8;")   # rung 04's rows, and without the pad
+LINEAR = ("constexpr int A_LD = BK + 0;", "constexpr int B_LD = BN + 0;")
 
 
 def unpadded_source() -> Path:
     """Rung 04's current kernel with the 8 halves of padding removed (the "linear" layout of
     sim.banks): still a correct GEMM, but every ldmatrix meets an 8-way bank conflict."""
-    from linear_variant_probe import LINEAR, PADDED
-
     text = (ROOT / "hgemm_course" / "kernels" / "k04_mma_sync.cu").read_text()
     for padded, linear in zip(PADDED, LINEAR):
         assert padded in text, padded
@@ -90,9 +93,7 @@ def launcher(variant: dict):
 
     def launch(a, b, c):
         (M, K), N = a.shape, b.shape[1]
-        extra = ()
-        if variant["rung"] == "07":
-            extra = module._maps(a.data.ptr, M, K, b.data.ptr, N, tiles.bm, tiles.bk)
+        extra = tensor_maps(a, b, tiles.bm, tiles.bk) if variant["rung"] == "07" else ()
         kernel_for(M, N, K).launch(a, b, c, *extra)
 
     return kernel_for(8192, 8192, 8192), launch
@@ -179,7 +180,7 @@ def main() -> int:
             t["pct_cublas"] = 100.0 * cublas[n] / t["ms"]
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        prov = results.provenance({"script": "scripts/ablate_mma_feeding.py", "sizes": args.sizes,
+        prov = results.provenance({"script": "research/ablate_mma_feeding.py", "sizes": args.sizes,
                                    "repeats": args.repeats})
         (args.out / "ablate_mma_feeding.json").write_text(json.dumps(
             {"provenance": prov, "cublas_ms": cublas, "variants": rows}, indent=1) + "\n")

@@ -1,14 +1,14 @@
 """Compare the simulators with Nsight Compute on the H200: shared-memory banks and L2 reuse.
 
-    python3 scripts/compare_models.py --plan [--bank-size 2048] [--l2-size 8192] > DIR/plan.tsv
-    python3 scripts/compare_models.py --ncu-dir DIR [--out results/]
+    python3 -m hgemm_course.model_checks --plan [--bank-size 2048] [--l2-size 8192] > DIR/plan.tsv
+    python3 -m hgemm_course.model_checks --ncu-dir DIR [--out results/]
 
 ``--plan`` prints the configurations to profile, one per line (``name kind rung M N K super_m
-super_n kernel``); scripts/h200_model_checks.sh runs ncu on each through scripts/profile_target.py
-and saves ``DIR/<name>.csv`` (``ncu --csv --page raw``). With ``--ncu-dir`` this script reads
-them back, checks that this tree still builds the profiled instantiations, computes the models
-for exactly those configurations, and writes ``model_banks_<gpu>_<date>.json`` and
-``model_l2_<gpu>_<date>.json`` through :func:`hgemm_course.results.write_run`, with the
+super_n kernel``); scripts/h200_model_checks.sh runs ncu on each through ``python3 -m
+hgemm_course.profile`` and saves ``DIR/<name>.csv`` (``ncu --csv --page raw``). With ``--ncu-dir``
+this module reads them back, checks that this tree still builds the profiled instantiations,
+computes the models for exactly those configurations, and writes ``model_banks_<gpu>_<date>.json``
+and ``model_l2_<gpu>_<date>.json`` through :func:`hgemm_course.results.write_run`, with the
 provenance of the ncu run (``DIR/doctor.json``, ``DIR/nvidia_smi.csv``, ``DIR/ncu_version.txt``).
 
 - banks: :func:`hgemm_course.sim.main_loop_bank_conflicts` with the rung's own tiles and
@@ -291,7 +291,7 @@ def ranking_record(l2: list[dict], tol: float) -> dict:
 
 def ncu_provenance(ncu_dir: Path) -> dict:
     """The machine the ncu run was made on, from the files scripts/h200_model_checks.sh left beside the CSVs."""
-    out = {"script": "scripts/compare_models.py", "ncu_dir": str(ncu_dir)}
+    out = {"script": "python3 -m hgemm_course.model_checks", "ncu_dir": str(ncu_dir)}
     doctor = ncu_dir / "doctor.json"
     if doctor.is_file():
         d = json.loads(doctor.read_text())
@@ -359,7 +359,7 @@ def l2_table(records: list[dict]) -> str:
 def compare(ncu_dir: Path, out: Path | None, rank_tol: float) -> int:
     plan_path = ncu_dir / "plan.tsv"
     if not plan_path.is_file():
-        sys.exit(f"{plan_path} is missing: scripts/h200_model_checks.sh writes it (compare_models.py --plan).")
+        sys.exit(f"{plan_path} is missing: scripts/h200_model_checks.sh writes it (--plan).")
     configs = [Config.from_line(line) for line in plan_path.read_text().splitlines() if line.strip()]
     for config in configs:
         built = instantiation(config.rung, config.M, config.N, config.K, config.super_mn)

@@ -1,9 +1,9 @@
 """Execute every chapter notebook in place of a reader, keeping its outputs (run on the H200).
 
-    python3 scripts/run_notebooks.py --out DIR [chapters/03_*.ipynb ...]
+    python3 -m hgemm_course.notebooks --out DIR [chapters/03_*.ipynb ...]
 
 Each executed copy goes to DIR with the same name; a cell that raises stops that
-notebook and the script's exit status says so.
+notebook and the exit status says so.
 """
 from __future__ import annotations
 

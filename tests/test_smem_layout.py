@@ -1,0 +1,66 @@
+"""The TMA rungs' shared memory is declared once, as a struct the kernel indexes (TmaRing in
+kernels/common.cuh for rungs 07, 09 and 10; RingAndPanels in k11_persistent.cu). The launchers'
+``smem_bytes`` must be SMEM_ALIGN + sizeof(struct) for every configuration they accept: compiling a
+kernel compiles that check beside it (TemplateKernel.smem_check), and here it is compiled for every
+configuration of tune's sweeps at once. The structs keep the byte offsets the kernels computed by hand
+before them."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hgemm_course import tune
+from hgemm_course.build import CompileError, compile_cuda
+from hgemm_course.ladder import r07_tma, r09_wgmma, r10_warp_specialized, r11_persistent
+from hgemm_course.ladder.nvrtc_kernel import MmaTiles
+
+MODULES = {"07": r07_tma, "09": r09_wgmma, "10": r10_warp_specialized, "11": r11_persistent}
+# Rung 07 has no tune sweep: its default and the tiles chapter 08 and the ablations try.
+RUNG_07_TILES = (r07_tma.TILES, MmaTiles(128, 256, 64, 64, 64, 4), MmaTiles(256, 128, 64, 64, 64, 3),
+                 MmaTiles(128, 128, 64, 64, 64, 3))
+
+
+def kernels(rung: str) -> list:
+    """The rung's default kernel and every kernel its tune sweep runs."""
+    module = MODULES[rung]
+    if rung == "07":
+        return [module.kernel(t) for t in RUNG_07_TILES]
+    runnable, _ = tune.plan(rung, tune.sweep(rung))
+    return [module.kernel()] + [module.kernel(**tune.kernel_kwargs(rung, cfg)) for cfg in runnable]
+
+
+@pytest.mark.parametrize("rung", MODULES)
+def test_launchers_smem_bytes_is_the_kernels_struct(rung):
+    """One NVRTC run per rung instantiates every configuration's check; a disagreement fails it."""
+    checks = sorted({k.smem_check for k in kernels(rung)})
+    assert len(checks) >= (4 if rung == "07" else 5)
+    compile_cuda(MODULES[rung].SOURCE, name_expressions=checks)
+
+
+def test_a_launcher_figure_off_by_a_block_does_not_compile():
+    k = r09_wgmma.kernel()
+    with pytest.raises(CompileError, match="smem_bytes is not SMEM_ALIGN"):
+        dataclasses.replace(k, smem_bytes=k.smem_bytes + 1024).compile()
+
+
+def old_offsets(bm: int, bn: int, bk: int, stages: int, consumers: int = 0) -> dict[str, int]:
+    """Where the kernels put the buffers before the structs, from the aligned base: A's stages, B's,
+    (rung 11) each consumer's min(2, bn / 64) C panels of (bm / consumers, 64) halves, then 8 bytes
+    per full and per empty mbarrier."""
+    b = stages * bm * bk * 2
+    c = b + stages * bk * bn * 2
+    full = c + (consumers * min(2, bn // 64) * (bm // consumers) * 128 if consumers else 0)
+    return {"b": b, "c": c, "full": full, "empty": full + 8 * stages}
+
+
+@pytest.mark.parametrize("rung", MODULES)
+def test_structs_keep_the_offsets_of_before(rung):
+    members = ("b", "c", "full", "empty") if rung == "11" else ("b", "full", "empty")
+    asserts = set()
+    for k in kernels(rung):
+        layout_args = k.smem_layout[k.smem_layout.index("<") + 1:-1].split(",")   # bm, bn, bk, stages(, consumers)
+        offsets = old_offsets(*map(int, layout_args))
+        asserts |= {f'static_assert(__builtin_offsetof({k.smem_layout}, {m}) == {offsets[m]}, "{k.smem_layout}::{m}");'
+                    for m in members}
+    compile_cuda(f'#include "{MODULES[rung].SOURCE}"\n' + "\n".join(sorted(asserts)) + "\n")
