@@ -28,3 +28,5 @@ def rungs() -> list[dict]:
 
 
 from .api import gemm  # noqa: E402  (after NoGPUError, which api.py raises)
+
+__all__ = ["NoGPUError", "__version__", "gemm", "rungs"]
