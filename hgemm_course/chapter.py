@@ -84,24 +84,72 @@ def show_limits() -> dict | None:
 
 
 def show_tuning(rung: str, *, also: tuple[str, ...] = (), folder=None) -> list[dict]:
-    """Print the variants of ``rung`` (and of the rungs in ``also``) from the newest tuning run that
-    measured it (``results/tuning/*.json``), with cuBLAS from the same process, labelled as recorded
-    during tuning with file and date; returns the rows printed (cuBLAS excluded)."""
+    """Print the newest recorded sweep of ``rung``, then of each rung in ``also``: ``hgemm-course tune``'s
+    runs (``tune_*.json`` under ``folder``, default results/), % of cuBLAS timed in the same process, each
+    labelled with its file and date. Returns one row per configuration printed.
+
+    A rung with no such run yet is shown from the tuning scripts that came before ``tune``
+    (``folder``/tuning/*.json), labelled with the script: the newest of those runs that measured the first
+    such rung, with the rows of the others in that same run."""
+    from .paths import results_dir
+    from .results import load_runs
+
+    folder = Path(folder) if folder is not None else results_dir()
+    runs = load_runs(folder, kind="tune")
+    rows, unswept = [], []
+    for r in (rung, *also):
+        sweeps = [(path, data) for path, data in runs if data["provenance"].get("rung") == r]
+        if sweeps:
+            rows += _show_sweep(*sweeps[-1])
+        else:
+            unswept.append(r)
+    if unswept:
+        rows += _show_script_tuning(unswept[0], also=tuple(unswept[1:]), folder=folder / "tuning")
+    return rows
+
+
+def _show_sweep(path: Path, data: dict) -> list[dict]:
+    """One recorded ``hgemm-course tune`` run: its table, best and default, failures and skips."""
+    from .tune import TuneConfig, format_tune_table
+
+    prov, records = data["provenance"], data["records"]
+    print(f"RECORDED by `hgemm-course tune {prov['rung']}` on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
+          "% of cuBLAS timed in the same process, best geometric mean first")
+    print(format_tune_table(records))
+    if prov.get("best"):
+        print(f"best: {TuneConfig(**prov['best']).label}; the rung's default then: {prov['default']}")
+    failed = {label for label, _ in prov.get("failed", [])}
+    for label, summary in prov.get("failed", []):
+        print(f"FAILED verification, not timed: {label}: {summary}")
+    if prov.get("skipped"):
+        print(f"{len(prov['skipped'])} more configurations of the sweep skipped before any launch, each with its "
+              "reason in the file's provenance")
+    rows: dict[str, dict] = {}
+    for r in records:
+        row = rows.setdefault(r["label"], {"rung": prov["rung"], "label": r["label"], "config": r["config"],
+                                           "passed": r["label"] not in failed, "file": path.name,
+                                           "date": prov["date"], "gpu": prov["gpu"], "tflops": {}, "pct_cublas": {}})
+        row["tflops"][r["M"], r["N"], r["K"]] = r["tflops"]
+        row["pct_cublas"][r["M"], r["N"], r["K"]] = r["pct_cublas"]
+    return list(rows.values())
+
+
+def _show_script_tuning(rung: str, *, also: tuple[str, ...], folder: Path) -> list[dict]:
+    """The variants of ``rung`` (and of the rungs in ``also``) from the newest run of the tuning scripts
+    that ``hgemm-course tune`` replaced (``folder``/*.json), with cuBLAS from the same process."""
     import json
 
-    from .paths import results_dir
-
-    folder = Path(folder) if folder is not None else results_dir() / "tuning"
     runs = [(path, json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))]
     runs = [(p, d) for p, d in runs if "variants" in d and any(v["rung"] == rung for v in d["variants"])]
     if not runs:
-        print(f"No recorded tuning run of rung {rung} yet: the tuning scripts under scripts/ record one on a GPU.")
+        print(f"No recorded tuning run of rung {rung} yet: `hgemm-course tune {rung} --record` on the H200 records one.")
         return []
     path, data = max(runs, key=lambda pd: (pd[1]["provenance"]["date"], pd[0].name))
     prov = data["provenance"]
     sizes = [str(s) for s in prov["sizes"]]
     print(f"RECORDED during tuning on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
-          f"{prov.get('script', 'a tuning script')}, medians of {prov['repeats']} launches, cuBLAS in the same process")
+          f"{prov['script']} (since replaced by `hgemm-course tune`), medians of {prov['repeats']} launches, "
+          "cuBLAS in the same process")
     print(f"{'rung':<5}{'variant':<34}{'regs':>5}{'CTA/SM':>7}" + "".join(f"{n + '^3 TF/s (%cuBLAS)':>24}" for n in sizes))
     print(f"{'':<5}{'cuBLAS (cupy.matmul fp16)':<34}{'':>12}" + "".join(f"{data['cublas'][n]['tflops']:>24.1f}" for n in sizes))
     rows = []
@@ -110,19 +158,16 @@ def show_tuning(rung: str, *, also: tuple[str, ...] = (), folder=None) -> list[d
             continue
         row = {"rung": v["rung"], "label": v["label"], "name": v["name"], "registers": v["registers"],
                "ctas_per_sm": v["ctas_per_sm"], "passed": v["passed"], "file": path.name, "date": prov["date"],
-               "gpu": prov["gpu"], "tflops": {int(n): t["tflops"] for n, t in v["timing"].items()},
-               "pct_cublas": {int(n): t["pct_cublas"] for n, t in v["timing"].items()}}
+               "gpu": prov["gpu"], "tflops": {(int(n),) * 3: t["tflops"] for n, t in v["timing"].items()},
+               "pct_cublas": {(int(n),) * 3: t["pct_cublas"] for n, t in v["timing"].items()}}
         rows.append(row)
         label = v["label"]
         if label == "default" and "<" in v["name"]:       # the template arguments the default had then
             label += " " + v["name"][v["name"].index("<"):].replace(" ", "")
         print(f"{v['rung']:<5}{label[:33]:<34}{v['registers']:>5}{v['ctas_per_sm']:>7}"
-              + "".join(f"{row['tflops'][int(n)]:>15.1f} ({row['pct_cublas'][int(n)]:5.1f}%)"
-                        if int(n) in row["tflops"] else f"{'-' if v['passed'] else 'FAILED verification':>24}"
+              + "".join(f"{row['tflops'][(int(n),) * 3]:>15.1f} ({row['pct_cublas'][(int(n),) * 3]:5.1f}%)"
+                        if (int(n),) * 3 in row["tflops"] else f"{'-' if v['passed'] else 'FAILED verification':>24}"
                         for n in sizes))
-    sass = data.get(f"sass_{rung}_default")
-    if sass:
-        print(f"SASS of rung {rung}'s default: " + ", ".join(f"{op} {count}" for op, count in sass.items()))
     return rows
 
 

@@ -202,8 +202,8 @@ def cmd_tune(args) -> int:
     print(f"rung {args.rung}: {len(runnable)} of {len(configs)} configurations can run", file=sys.stderr)
     if args.dry_run:
         for cfg in runnable:
-            print(f"run  {cfg.label}: {cfg.ring_bytes() + tune.c_buffer_bytes(args.rung, cfg)} B "
-                  "of shared memory by the seed's arithmetic")
+            kernel = tune.build(args.rung, cfg)
+            print(f"run  {cfg.label}: {kernel.threads} threads, {kernel.smem_bytes} B of shared memory")
         return 0
     folder = run_folder(args.out_dir, record=args.record)  # checked before the run, not after it
     records, _, failures = tune.run(args.rung, args.sizes or TUNE_SIZES, runnable, repeats=args.repeats)
@@ -550,21 +550,21 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the records as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_bench)
 
-    s = command("tune", "sweep a Hopper rung's tiles, stages, order, clusters and consumers (needs a GPU, "
+    s = command("tune", "sweep a tensor-core rung's tiles, stages, order, clusters and consumers (needs a GPU, "
                         "except with --dry-run)")
-    s.add_argument("rung", help="the rung to tune: 09, 10 or 11")
+    s.add_argument("rung", help="the rung to tune: one whose module declares TUNABLE, e.g. 05 or 11")
     s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
                    help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(TUNE_SIZES)})")
     sweep = "the rung's sweep; --dry-run lists it"
     s.add_argument("--tiles", nargs="+", type=_parse_pair, metavar="BMxBN",
-                   help=f"tiles, BM 64, 128, 192 or 256 and BN 64, 128 or 256, e.g. 128x256 256x128 (default: {sweep})")
-    s.add_argument("--stages", nargs="+", type=int, help=f"ring stages, 3 or more as shared memory allows, e.g. 3 4 5 (default: {sweep})")
+                   help=f"tiles of C per CTA, e.g. 128x256 256x128 (default: {sweep})")
+    s.add_argument("--stages", nargs="+", type=int, help=f"ring stages, as many as shared memory allows, e.g. 3 4 5 "
+                                                         f"(default: {sweep})")
+    axis = "on a rung whose kernel takes them (default: the rung's sweep)"
     s.add_argument("--supers", nargs="+", type=_parse_pair, metavar="SMxSN",
-                   help=f"super tiles in output tiles, e.g. 16x2 8x4 (default: {sweep})")
-    s.add_argument("--clusters", nargs="+", type=int,
-                   help="CTAs per cluster along M: 1 or 2 on rung 11, 1 elsewhere (default: 1 2 on rung 11)")
-    s.add_argument("--consumers", nargs="+", type=int,
-                   help="consumer warpgroups: 1 or 2 on rung 11, 2 elsewhere (default: 2 1 on rung 11)")
+                   help=f"super tiles in output tiles, e.g. 16x2 8x4, {axis}")
+    s.add_argument("--clusters", nargs="+", type=int, help=f"CTAs per cluster along M, e.g. 1 2, {axis}")
+    s.add_argument("--consumers", nargs="+", type=int, help=f"consumer warpgroups, e.g. 2 1, {axis}")
     s.add_argument("--repeats", type=_at_least(MIN_REPEATS), default=30,
                    help=f"timed launches per configuration and size (default: 30, at least {MIN_REPEATS})")
     s.add_argument("--dry-run", action="store_true",

@@ -1,162 +1,170 @@
-"""Tuning sweeps of the Hopper rungs (09 wgmma, 10 warp specialization, 11 persistent): ``hgemm-course tune RUNG``.
+"""Tuning sweeps of the tensor-core rungs: ``hgemm-course tune RUNG``.
 
-A sweep walks the product of tile shapes, ring stages, super-tile orders and (rung 11) cluster sizes and
-consumer warpgroups (seed 001's 1p1c against 1p2c). A value of an axis that no configuration can use
-(a 96-row tile, 2 stages, 3 consumers) is refused before anything is planned.
-Before anything is compiled or launched, each configuration is checked against the shared-memory
-budget with seed 001's arithmetic, stages x (BM + BN) x BK x 2 bytes of ring (plus rung 11's
-C panel buffers) against the 227 KiB a CTA may have on sm_90, and against the rung's own
-rules (its ``kernel()`` refuses what the kernel cannot do); a configuration that fails is skipped with
-that reason. The rest are verified (random inputs, NaN-poisoned C, FP32 reference; odd shapes that
-exercise the M, N and K tails, then each timed size) and timed against cuBLAS in the same process by
-:func:`hgemm_course.harness.bench`. Every configuration's median lands in one JSON file under
-results/ (kind ``tune``), and the configuration with the best geometric mean of % of cuBLAS over the
-sizes is named: the rung's defaults are chosen from these records (see the rung modules' comments).
+A rung module declares what can be tuned on it as ``TUNABLE`` (a :class:`~hgemm_course.ladder.nvrtc_kernel.Tunable`):
+the tile shapes and ring stages of its default sweep and, where its kernel takes them, super tiles, cluster
+sizes and consumer warpgroups. A sweep is the product of those axes (or of the values given instead). Each
+configuration becomes keyword arguments of the rung's own ``kernel()`` and ``launch()``, and whatever
+``kernel()`` refuses (warp tiles that do not split the tile, more shared memory than the 227 KiB a CTA may
+have on sm_90, a super tile that does not hold whole clusters) is skipped with the rung's own sentence,
+before anything is compiled. The rest are verified (random inputs, NaN-poisoned C, FP32 reference; odd
+shapes that exercise the M, N and K tails, then each timed size) and timed against cuBLAS in the same
+process by :func:`hgemm_course.harness.bench`. Every configuration's median lands in one JSON file under
+results/ (kind ``tune``), and the configuration with the best geometric mean of % of cuBLAS over the sizes
+is named: the rungs' defaults are chosen from these records (see the rung modules' comments).
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 import itertools
 import math
 from dataclasses import dataclass
 from functools import partial
 
-from .ladder import get
-from .ladder.nvrtc_kernel import SMEM_PER_CTA_OPTIN
-from .ladder.r09_wgmma import WGMMA_N
+from .ladder import get, registry
 
-TUNABLE = ("09", "10", "11")
-BK = 64                                      # every Hopper rung: one 128-byte swizzle row of A per stage row
-# Odd shapes verified before a configuration is timed: M and N tails, K not a multiple of BK, thin.
+# Odd shapes verified before a configuration is timed: M and N tails, K not a multiple of 64, thin.
 VERIFY_SHAPES = ((257, 136, 72), (1000, 1000, 1032), (512, 1024, 4104))
+# The axes a rung may declare besides tiles and stages, and the keyword of its kernel() each one sets.
+KEYWORDS = {"supers": "super_mn", "clusters": "cluster_m", "consumers": "consumers"}
 
 
 @dataclass(frozen=True)
 class TuneConfig:
-    """One point of a sweep: a (bm, bn) tile, ``stages`` ring buffers of BK = 64, rung 06's super tile
-    (super_m x super_n tiles, n fastest) and, for rung 11, CTAs per cluster along M and consumer warpgroups."""
+    """One point of a sweep: a (bm, bn) tile with ``stages`` ring buffers and, where the rung has these axes,
+    rung 06's super tile (super_m x super_n tiles, n fastest), CTAs per cluster along M and consumer
+    warpgroups; None where it has not."""
 
     bm: int
     bn: int
     stages: int
-    super_m: int
-    super_n: int
-    cluster_m: int = 1
-    consumers: int = 2
+    super_m: int | None = None
+    super_n: int | None = None
+    cluster_m: int | None = None
+    consumers: int | None = None
 
     @property
     def label(self) -> str:
-        cluster = f" cluster {self.cluster_m}" if self.cluster_m > 1 else ""
+        supers = f" super {self.super_m}x{self.super_n}" if self.super_m is not None else ""
+        cluster = f" cluster {self.cluster_m}" if (self.cluster_m or 1) > 1 else ""
         consumers = " 1 consumer" if self.consumers == 1 else ""
-        return f"{self.bm}x{self.bn} s{self.stages} super {self.super_m}x{self.super_n}{cluster}{consumers}"
-
-    def ring_bytes(self) -> int:
-        """Seed 001's budget arithmetic: stages x (BM + BN) x BK x 2 bytes of fp16 operands."""
-        return self.stages * (self.bm + self.bn) * BK * 2
+        return f"{self.bm}x{self.bn} s{self.stages}{supers}{cluster}{consumers}"
 
 
-def c_buffer_bytes(rung_id: str, cfg: TuneConfig) -> int:
-    """Rung 11 stores C through fp16 panel buffers in shared memory (two (bm / 2, 64) panels per consumer);
-    rungs 09 and 10 write C from registers."""
-    if get(rung_id).id != "11":
-        return 0
-    from .ladder.r11_persistent import c_buffer_bytes as panels
-
-    return panels(kernel_kwargs(rung_id, cfg)["tiles"], cfg.consumers)
+def _rung_module(rung_id: str):
+    rung = get(rung_id)
+    return importlib.import_module(f"{__package__}.ladder.r{rung.id}_{rung.slug}")
 
 
-def kernel_kwargs(rung_id: str, cfg: TuneConfig) -> dict:
-    """The rung's ``kernel()`` / ``launch()`` keyword arguments for this configuration."""
-    rung_id = get(rung_id).id
-    if rung_id == "09":
-        from .ladder.r09_wgmma import WgmmaTiles as Tiles
-    else:
-        from .ladder.r10_warp_specialized import WarpSpecializedTiles as Tiles
-    kwargs = {"tiles": Tiles(cfg.bm, cfg.bn, BK, cfg.stages), "super_mn": (cfg.super_m, cfg.super_n)}
-    if rung_id == "11":
-        kwargs["cluster_m"] = cfg.cluster_m
-        kwargs["consumers"] = cfg.consumers
-    elif cfg.cluster_m != 1:
-        raise ValueError(f"rung {rung_id} has no clusters; only rung 11 takes cluster_m.")
-    elif cfg.consumers != 2:
-        raise ValueError(f"rung {rung_id}'s warpgroups are fixed; only rung 11 takes consumers (1 or 2).")
-    return kwargs
+def tunable_rungs() -> list[str]:
+    """The rungs whose module declares a ``TUNABLE``, in ladder order."""
+    return [rung_id for rung_id in registry() if hasattr(_rung_module(rung_id), "TUNABLE")]
 
 
 def _module(rung_id: str):
-    import importlib
+    module = _rung_module(rung_id)
+    if not hasattr(module, "TUNABLE"):
+        rung = get(rung_id)
+        raise ValueError(f"rung {rung.id} ({rung.slug}) has no tuning sweep (its module declares no TUNABLE); "
+                         f"tunable rungs: {', '.join(tunable_rungs())}.")
+    return module
 
-    rung = get(rung_id)
-    if rung.id not in TUNABLE:
-        raise ValueError(f"rung {rung.id} ({rung.slug}) has no tuning sweep; tunable rungs: {', '.join(TUNABLE)}.")
-    return importlib.import_module(f"hgemm_course.ladder.r{rung.id}_{rung.slug}")
+
+def space(rung_id: str) -> dict[str, tuple]:
+    """The rung's declared axes, each with the values of its default sweep; the axes it lacks left out."""
+    tunable = _module(rung_id).TUNABLE
+    return {f.name: getattr(tunable, f.name) for f in dataclasses.fields(tunable) if getattr(tunable, f.name)}
+
+
+def _defaults(module) -> dict:
+    """The rung's defaults: its ``kernel()``'s keyword defaults (TILES, SUPER, ...)."""
+    return {name: p.default for name, p in inspect.signature(module.kernel).parameters.items()}
+
+
+def _config(point: dict) -> TuneConfig:
+    """A configuration from one value per declared axis."""
+    (bm, bn), (super_m, super_n) = point["tiles"], point.get("supers", (None, None))
+    return TuneConfig(bm, bn, point["stages"], super_m, super_n, point.get("clusters"), point.get("consumers"))
+
+
+def _product(axes: dict) -> list[TuneConfig]:
+    """Every combination of the axes' values, the last axis fastest."""
+    return [_config(dict(zip(axes, values))) for values in itertools.product(*axes.values())]
+
+
+def kernel_kwargs(rung_id: str, cfg: TuneConfig) -> dict:
+    """The rung's ``kernel()`` / ``launch()`` keyword arguments for this configuration: its default tiles
+    (bk, warp tiles) with this (bm, bn) and stages, and one keyword per further axis the rung declares."""
+    rung_id = get(rung_id).id
+    module, axes = _module(rung_id), space(rung_id)
+    kwargs = {"tiles": dataclasses.replace(_defaults(module)["tiles"], bm=cfg.bm, bn=cfg.bn, stages=cfg.stages)}
+    values = {"supers": None if cfg.super_m is None else (cfg.super_m, cfg.super_n),
+              "clusters": cfg.cluster_m, "consumers": cfg.consumers}
+    for axis, value in values.items():
+        if axis in axes and value is None:
+            raise ValueError(f"{cfg.label}: rung {rung_id}'s kernel() takes {KEYWORDS[axis]}; give the "
+                             f"configuration its {axis} value.")
+        if axis not in axes and value is not None:
+            raise ValueError(f"{cfg.label}: rung {rung_id} has no {axis} axis (its kernel() takes no {KEYWORDS[axis]}).")
+        if axis in axes:
+            kwargs[KEYWORDS[axis]] = value
+    return kwargs
+
+
+def build(rung_id: str, cfg: TuneConfig):
+    """The rung's kernel for this configuration (a TemplateKernel; nothing is compiled)."""
+    return _module(rung_id).kernel(**kernel_kwargs(rung_id, cfg))
 
 
 def skip_reason(rung_id: str, cfg: TuneConfig) -> str | None:
-    """Why ``cfg`` cannot run (None when it can): the shared-memory budget first, in the seed's
-    arithmetic, then the rung's own refusals (its ``kernel()``), all without compiling anything."""
-    module = _module(rung_id)
-    ring, c_buf = cfg.ring_bytes(), c_buffer_bytes(rung_id, cfg)
-    if ring + c_buf > SMEM_PER_CTA_OPTIN:
-        c_text = f" + {c_buf} B C buffer" if c_buf else ""
-        return (f"shared memory: {cfg.stages} x ({cfg.bm} + {cfg.bn}) x {BK} x 2 = {ring} B ring{c_text} "
-                f"= {ring + c_buf} B > {SMEM_PER_CTA_OPTIN} B (227 KiB per CTA on sm_90)")
+    """Why ``cfg`` cannot run (None when it can): the rung's own refusal, without compiling anything."""
+    kernel, kwargs = _module(rung_id).kernel, kernel_kwargs(rung_id, cfg)
     try:
-        module.kernel(**kernel_kwargs(rung_id, cfg))
+        kernel(**kwargs)
     except ValueError as exc:
         return str(exc)
     return None
 
 
-# The default sweeps: what seed 001 and the Hopper worklogs tune (tile width, stages, raster order, clusters).
-SPACES = {
-    "09": {"tiles": ((128, 128), (128, 256), (64, 256)), "stages": (3, 4, 5), "supers": ((16, 2), (8, 4)),
-           "clusters": (1,), "consumers": (2,)},
-    "10": {"tiles": ((128, 256), (256, 128), (128, 128)), "stages": (3, 4, 5), "supers": ((16, 2), (8, 4)),
-           "clusters": (1,), "consumers": (2,)},
-    "11": {"tiles": ((128, 256), (256, 128), (128, 128), (64, 256)), "stages": (3, 4, 5),
-           "supers": ((16, 2), (8, 4), (4, 8)), "clusters": (1, 2), "consumers": (2, 1)},
-}
+def _value_text(axis: str, value) -> str:
+    if isinstance(value, tuple):
+        return f"{'tile' if axis == 'tiles' else 'super tile'} {value[0]}x{value[1]}"
+    return f"{axis}={value}"
 
 
-def check_axes(rung_id: str, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None) -> None:
-    """Refuse, naming the fix, an axis value that no configuration of the rung can use; combinations
-    of usable values that the rung cannot run are left to :func:`plan`, which skips them with a reason.
-    Clusters and consumers take the values of the rung's space (rung 11's kernel: 1 or 2 of each)."""
+def check_axes(rung_id: str, given: dict) -> None:
+    """Refuse, naming the fix, a given axis value that no configuration can use: a count below 1, an axis the
+    rung's TUNABLE does not declare, or a value its ``kernel()`` refuses with every value of the other axes,
+    declared or given (its refusal quoted). Combinations of usable values that the rung cannot run are left
+    to :func:`plan`, which skips them with a reason."""
     rung_id = get(rung_id).id
-    smallest_stage = (64 + 64) * BK * 2                      # one ring stage of the smallest tile, 64x64
-    max_stages = SMEM_PER_CTA_OPTIN // smallest_stage
-    for bm, bn in tiles or ():
-        if bm < 64 or bm > 256 or bm % 64:
-            raise ValueError(f"tile {bm}x{bn}: BM must be 64, 128, 192 or 256 (whole m64 wgmma products, at most "
-                             "256 rows per TMA box).")
-        if bn not in WGMMA_N:
-            raise ValueError(f"tile {bm}x{bn}: BN must be one of {', '.join(map(str, WGMMA_N))} (one wgmma covers "
-                             "the tile's width).")
-    for s in stages or ():
-        if not 3 <= s <= max_stages:
-            raise ValueError(f"stages={s}: use 3 to {max_stages}; wgmma still reads one stage while the next is loaded, "
-                             f"and {max_stages} stages of the smallest tile (64x64) fill the {SMEM_PER_CTA_OPTIN} B of a CTA.")
-    for sm, sn in supers or ():
-        if sm < 1 or sn < 1:
-            raise ValueError(f"super tile {sm}x{sn}: both sides count output tiles; use at least 1x1.")
-    for axis, values in (("clusters", clusters), ("consumers", consumers)):
-        allowed = sorted(SPACES[rung_id][axis])
+    axes = space(rung_id)
+    for axis, values in given.items():
+        if values and axis not in axes:
+            having = [r for r in tunable_rungs() if axis in space(r)]
+            raise ValueError(f"--{axis}: rung {rung_id} has no such axis (its kernel() takes no {KEYWORDS[axis]}); "
+                             f"rungs that have one: {', '.join(having)}.")
         for value in values or ():
-            if value not in allowed:
-                raise ValueError(f"{axis}={value}: rung {rung_id} runs with {' or '.join(map(str, allowed))} only.")
+            if min(value if isinstance(value, tuple) else (value,)) < 1:
+                raise ValueError(f"{_value_text(axis, value)}: tiles, stages, super tiles, clusters and consumers "
+                                 "are counts of at least 1.")
+    wider = {axis: (*values, *(given.get(axis) or ())) for axis, values in axes.items()}
+    for axis, values in given.items():
+        for value in values or ():
+            trial = _product({**wider, axis: (value,)})
+            reasons = [skip_reason(rung_id, cfg) for cfg in trial]
+            if all(reasons):
+                raise ValueError(f"{_value_text(axis, value)}: rung {rung_id}'s kernel() refuses every configuration "
+                                 f"with it, e.g. {trial[0].label}: {reasons[0]}")
 
 
 def sweep(rung_id: str, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None) -> list[TuneConfig]:
-    """The product of the sweep's axes (the rung's default space where an axis is not given), each
-    given value first checked by :func:`check_axes`."""
-    rung_id = get(rung_id).id
-    _module(rung_id)
-    check_axes(rung_id, tiles=tiles, stages=stages, supers=supers, clusters=clusters, consumers=consumers)
-    space = SPACES[rung_id]
-    axes = (tiles or space["tiles"], stages or space["stages"], supers or space["supers"],
-            clusters or space["clusters"], consumers or space["consumers"])
-    return [TuneConfig(bm, bn, s, sm, sn, c, w) for (bm, bn), s, (sm, sn), c, w in itertools.product(*axes)]
+    """The product of the rung's axes: the values given, each first checked by :func:`check_axes`, and the
+    rung's TUNABLE for the axes not given."""
+    given = {"tiles": tiles, "stages": stages, "supers": supers, "clusters": clusters, "consumers": consumers}
+    check_axes(rung_id, given)
+    return _product({**space(rung_id), **{axis: tuple(values) for axis, values in given.items() if values}})
 
 
 def plan(rung_id: str, configs) -> tuple[list[TuneConfig], list[tuple[TuneConfig, str]]]:
@@ -176,11 +184,11 @@ def variant(rung_id: str, cfg: TuneConfig):
 
 
 def default_config(rung_id: str) -> TuneConfig:
-    """The rung's current defaults as a configuration of its sweep."""
-    module = _module(rung_id)
-    t = module.TILES
-    consumers = module.CONSUMERS if get(rung_id).id == "11" else 2   # the axis only rung 11 has
-    return TuneConfig(t.bm, t.bn, t.stages, *module.SUPER, getattr(module, "CLUSTER_M", 1), consumers)
+    """The rung's current defaults (its ``kernel()``'s default arguments) as a configuration of its sweep."""
+    defaults = _defaults(_module(rung_id))
+    tiles = defaults["tiles"]
+    return _config({"tiles": (tiles.bm, tiles.bn), "stages": tiles.stages,
+                    **{axis: defaults[KEYWORDS[axis]] for axis in space(rung_id) if axis in KEYWORDS}})
 
 
 def score(pcts: list[float]) -> float:

@@ -4,7 +4,8 @@
 # Steps (STEPS env, default all): doctor, ceilings, gpu tests, tour (the main job: every rung verified
 # and timed at SIZES, with its plot), bench (RUNGS at SIZES), profiles (ncu on every tensor-core rung at
 # PROFILE_SIZE, and rung 06 in row-major order), ablate (research/ablate_mma_feeding.py), limits (chapter
-# 08's experiments), sanitize (compute-sanitizer on rungs 03-07 and rung 07's 2-CTA/SM tiles), notebooks,
+# 08's experiments), tune (a small `hgemm-course tune` sweep of each rung in TUNE_SWEEPS, one line of arguments
+# per rung, at TUNE_SIZES), sanitize (compute-sanitizer on rungs 03-07 and rung 07's 2-CTA/SM tiles), notebooks,
 # venv (a fresh venv installed offline with pyproject.toml's pins, then `pytest -m gpu` in it), api (gemm()
 # against the bare kernel launch, research/api_vs_launch.py).
 # Everything it writes goes under $OUT. The measuring steps pass --record (refused unless this is an H200 run
@@ -81,10 +82,24 @@ if step limits; then
   hg limits --record 2>&1 | tee "$OUT/limits.txt"
   status=$((status | PIPESTATUS[0]))
 fi
+if step tune; then
+  while read -r sweep; do
+    # shellcheck disable=SC2086
+    hg tune $sweep --sizes ${TUNE_SIZES:-4096 8192} --record 2>&1 | tee -a "$OUT/tune.txt"
+    status=$((status | PIPESTATUS[0]))
+  done <<< "${TUNE_SWEEPS:-"03 --tiles 256x128 128x256 --stages 3
+04 --tiles 256x128 128x256 --stages 4
+05 --tiles 256x128 --stages 3 4 5
+06 --tiles 256x128 --stages 4 --supers 8x4 16x2 1x64
+07 --tiles 256x128 128x256 --stages 4 --supers 8x4
+09 --tiles 128x128 --stages 3 4 --supers 16x2
+10 --tiles 128x256 256x128 --stages 4 --supers 16x2"}"
+fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/tune_mma_ladder.py --sanitize \
-      > "$OUT/sanitize_$tool.txt" 2>&1
+    # every mma.sync rung's default on a shape with M, N and K tails and on one of whole tiles
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify 03 04 05 06 07 \
+      --sizes 200x136x136 256x512x128 > "$OUT/sanitize_$tool.txt" 2>&1
     status=$((status | $?)); tail -1 "$OUT/sanitize_$tool.txt"
     timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 research/ablate_mma_feeding.py --verify-only \
       --only "07 now 128x128 2CTA/SM" > "$OUT/sanitize_${tool}_07_2cta.txt" 2>&1

@@ -1,11 +1,13 @@
 // Exercise 07: the full/empty mbarrier ring of rung 07 (hgemm_course/kernels/k07_tma.cu).
 //
-// This file is the whole rung-07 kernel with the top of its main loop cut out. The ring has
-// STAGES stages; slice kt of K lives in stage kt % STAGES. Each stage has two mbarriers:
+// This file is the rung-07 kernel in the form chapter 07 first teaches (one fragment buffer)
+// with the top of its main loop cut out. The ring (TmaRing, kernels/common.cuh) has STAGES
+// stages; slice kt of K lives in stage kt % STAGES. Each stage has two mbarriers:
 //
-//   full_bar  + 8 s   completes a phase when the TMA bytes of the slice in stage s have landed
-//   empty_bar + 8 s   completes a phase when all THREADS / 32 warps have finished reading stage s
+//   ring.full[s]    completes a phase when the TMA bytes of the slice in stage s have landed
+//   ring.empty[s]   completes a phase when all THREADS / 32 warps have finished reading stage s
 //
+// The mbar_* functions take a barrier's shared-memory address: smem_u32(&ring.full[s]).
 // A barrier's phases are numbered 0, 1, 2, ...; mbar_wait_parity(bar, p) returns once the
 // most recent phase with parity p (0 or 1) has completed. Stage s is filled and emptied once per
 // round of the ring, so slice kt is the (kt / STAGES)-th use of its stage.
@@ -48,15 +50,9 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
     constexpr int FRAG_N = WN / 8;                    // n8 fragments per warp
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
 
     extern __shared__ __align__(1024) unsigned char smem[];
-    const unsigned a_smem = (smem_u32(smem) + 1023) & ~1023u; // STAGES x (BM, BK) halves, swizzled; 1024-byte
-                                                      // aligned: TMA swizzles within 8-row, 1024-byte atoms
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
-    const unsigned full_bar = b_smem + STAGES * B_STAGE; // STAGES mbarriers: the stage's bytes have landed
-    const unsigned empty_bar = full_bar + STAGES * 8; // STAGES mbarriers: every warp is done with the stage
+    auto& ring = aligned_smem<TmaRing<BM, BN, BK, STAGES>>(smem); // the stages and their mbarriers (common.cuh)
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -82,13 +78,14 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     // or K arrive zero-filled, so the tails add nothing to the sums.
     auto load_tile = [&](int stage, int kt) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
-        mbar_arrive_expect_tx(full_bar + stage * 8, A_STAGE + B_STAGE);
-        tma_load_2d(a_stage, &tmap_a, k0, m0, full_bar + stage * 8);
+        const unsigned a_stage = smem_u32(ring.a[stage]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[stage]);   // (BK, BN) halves
+        const unsigned full = smem_u32(&ring.full[stage]);
+        mbar_arrive_expect_tx(full, sizeof(ring.a[stage]) + sizeof(ring.b[stage]));
+        tma_load_2d(a_stage, &tmap_a, k0, m0, full);
 #pragma unroll
         for (int p = 0; p < BN / 64; ++p) {
-            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full_bar + stage * 8);
+            tma_load_2d(b_stage + p * B_PANEL, &tmap_b, n0 + p * 64, k0, full);
         }
     };
 
@@ -106,8 +103,8 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         tma_prefetch_descriptor(&tmap_b);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bar + s * 8, 1);
-            mbar_init(empty_bar + s * 8, THREADS / 32);
+            mbar_init(smem_u32(&ring.full[s]), 1);
+            mbar_init(smem_u32(&ring.empty[s]), THREADS / 32);
         }
         fence_mbarrier_init();
 #pragma unroll
@@ -122,17 +119,17 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         const int next = kt + STAGES - 1;
         // BEGIN SOLUTION
         if (tid == 0 && next < k_tiles) {
-            if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, (next / STAGES - 1) % 2);
+            if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);
             load_tile(next % STAGES, next);
         }
         // END SOLUTION
         __syncwarp();                                 // warp 0 whole again before its warp-wide ldmatrix
         // BEGIN SOLUTION
-        mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);
+        mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);
         // END SOLUTION
 
-        const unsigned a_stage = a_smem + (kt % STAGES) * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + (kt % STAGES) * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a[kt % STAGES]);   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b[kt % STAGES]);   // (BK, BN) halves
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
             unsigned a_frag[FRAG_M][4];               // FRAG_M x (16, 16) halves of A
@@ -157,7 +154,7 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         }
         fence_proxy_async_shared_cta();               // this warp's reads ordered before the TMA's next writes
         __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar + (kt % STAGES) * 8);
+        if (lane == 0) mbar_arrive(smem_u32(&ring.empty[kt % STAGES]));
     }
 
     // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------

@@ -15,7 +15,8 @@ from hgemm_course.check.ex07_mbarrier import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "solutions" / "ex07_mbarrier.cu").read_text()
-FULL_WAIT = "mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);"
+FULL_WAIT = "mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);"
+EMPTY_WAIT = "if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);"
 EMPTY_PARITY = "(next / STAGES - 1) % 2"
 REFILL = "load_tile(next % STAGES, next);"
 
@@ -34,19 +35,34 @@ def test_solution_passes_the_cpu_part():
 
 
 def test_solution_is_the_rung_kernel():
-    """The exercise is rung 07's ring with one fragment buffer (the form chapter 07 first teaches):
-    the barrier set-up, the producer's refill and the epilogue are rung 07's lines, unchanged."""
+    """The exercise is rung 07's kernel with one fragment buffer (the form chapter 07 first teaches):
+    every line of rung 07 but its two fragment buffers (K_STEPS, load_fragments, the first slice's
+    wait before the loop and the loop's compute) is in the solution unchanged, the TmaRing and its
+    barrier expressions included, and the compute ends with rung 07's release of the stage."""
     kernel = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
     body = "".join(line for line in SOLUTION.splitlines(keepends=True) if "SOLUTION" not in line)
 
-    def block(text, start, end):
+    def block(text, start, end):                      # from the line of start to the line of end, both in
         i = text.index(start)
-        return text[i:text.index(end, i)]
-    for start, end in (("template <", "constexpr int FRAG_N"), ("auto load_tile", "    };"),
-                       ("    if (tid == 0) {", "    __syncthreads();"),
-                       ("        if (tid == 0 && next < k_tiles) {", "__syncwarp();"),
+        j = text.index(end, i) + len(end)
+        return text[i:text.index("\n", j - 1) + 1]
+    for start, end in (("// Rung 07: rung 06", "    constexpr int FRAG_N"),        # header, signature, tiles
+                       ("    constexpr int B_PANEL", "    float acc["),           # ring, CTA tile, load_tile, lanes
+                       ("    // ---- prologue", "    __syncthreads();"),          # barrier set-up, first slices
+                       ("    for (int kt = 0; kt < k_tiles; ++kt) {", "__syncwarp();"),  # the producer's refill
                        ("    // ---- epilogue", "\n}\n")):
         assert block(body, start, end) == block(kernel, start, end), start
+    assert "aligned_smem<TmaRing<BM, BN, BK, STAGES>>(smem)" in body
+
+    def statements(text):                             # the code of the release, comments and indentation gone
+        code = [line.split("//")[0].strip() for line in text.splitlines()]
+        return [line for line in code if line]
+    release = ["fence_proxy_async_shared_cta();", "__syncwarp();",
+               "if (lane == 0) mbar_arrive(smem_u32(&ring.empty[kt % STAGES]));"]
+    for text in (kernel, body):
+        code = statements(text)
+        at = code.index(release[0])
+        assert code[at:at + 3] == release
 
 
 def test_untouched_exercise_fails_with_the_hint():
@@ -68,7 +84,7 @@ def test_syntax_error_is_reported_at_the_learners_line(tmp_path):
 
 
 def test_parity_never_flipped_is_a_stale_read(tmp_path):
-    text = SOLUTION.replace(FULL_WAIT, "mbar_wait_parity(full_bar + (kt % STAGES) * 8, 0);")
+    text = SOLUTION.replace(FULL_WAIT, "mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), 0);")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
     assert not result.passed
     assert "the ring model finds a stale read" in result.message
@@ -76,7 +92,7 @@ def test_parity_never_flipped_is_a_stale_read(tmp_path):
 
 
 def test_missing_empty_wait_is_an_overwrite(tmp_path):
-    text = SOLUTION.replace(f"if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, {EMPTY_PARITY});", "")
+    text = SOLUTION.replace(EMPTY_WAIT, "")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
     assert not result.passed
     assert "the ring model finds an overwrite" in result.message and "while warp" in result.message
@@ -101,10 +117,56 @@ def test_waiting_on_parity_1_before_the_first_round_is_also_right():
     assert play_all(parse_region(region), stages=4, warps=8) > 0
 
 
+def test_full_wait_on_the_empty_barrier_hangs(tmp_path):
+    text = SOLUTION.replace(FULL_WAIT, "mbar_wait_parity(smem_u32(&ring.empty[kt % STAGES]), (kt / STAGES) % 2);")
+    result = check("ex07", _mine(tmp_path, text), gpu=False)
+    assert not result.passed
+    assert "The kernel hangs" in result.message and "waits on empty[0] for parity 0" in result.message
+
+
+@pytest.mark.parametrize("wait, named", [
+    ("mbar_wait_parity(ring.full[kt % STAGES], (kt / STAGES) % 2);",
+     "ring.full[0], the barrier's 64-bit state and not its address"),
+    ("mbar_wait_parity(smem_u32(&ring.full[kt % STAGES + 1]), (kt / STAGES) % 2);",
+     "smem_u32(&ring.full[4]), past the 4 barriers of ring.full"),
+    ("mbar_wait_parity(smem_u32(ring.a[kt % STAGES]), (kt / STAGES) % 2);", "in the A tiles"),
+])
+def test_a_wait_on_no_barrier_is_named_in_the_kernels_terms(tmp_path, wait, named):
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(FULL_WAIT, wait)), gpu=False)
+    assert not result.passed
+    assert "the ring model finds a bad barrier" in result.message and named in result.message
+
+
+@pytest.mark.parametrize("wait", [
+    "mbar_wait_parity(smem_u32(ring.full + kt % STAGES), (kt / STAGES) % 2);",
+    "mbar_wait_parity(smem_u32(&ring.full[0]) + 8 * (kt % STAGES), (kt / STAGES) % 2);",
+    "{ const unsigned bar = smem_u32(&ring.full[kt % STAGES]); const unsigned p = kt / STAGES & 1u; "
+    "mbar_wait_parity(bar, p); }",
+])
+def test_other_spellings_of_the_full_barrier_are_read(wait):
+    """The model reads the address however it is spelled: pointer arithmetic on ring.full, an
+    offset of 8 bytes a barrier, a declaration in a block."""
+    assert FULL_WAIT in REFERENCE_REGION
+    assert play_all(parse_region(REFERENCE_REGION.replace(FULL_WAIT, wait)), stages=4, warps=8) > 0
+
+
+@pytest.mark.parametrize("line, instruction", [
+    ("if (lane == 0) mbar_arrive(smem_u32(&ring.empty[kt % STAGES]));", "mbarrier.arrive.shared"),
+    ("fence_proxy_async_shared_cta();               // this warp's reads", "fence.proxy.async"),
+])
+def test_a_release_without_its_arrive_or_fence_fails(tmp_path, line, instruction):
+    """The model takes the end of the loop to be rung 07's; the PTX rules hold the file to it."""
+    assert line in SOLUTION
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(line, "//")), gpu=False)
+    assert not result.passed
+    assert f"the kernel's PTX has no {instruction}" in result.message
+
+
 def test_unreadable_region_leaves_it_to_the_gpu(tmp_path):
-    text = SOLUTION.replace(FULL_WAIT, "{ const unsigned p = kt / STAGES & 1u; mbar_wait_parity(full_bar + (kt % STAGES) * 8, p); }")
+    text = SOLUTION.replace(FULL_WAIT, "auto& bar = ring.full[kt % STAGES]; mbar_wait_parity(smem_u32(&bar), (kt / STAGES) % 2);")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
     assert result.passed, str(result)
+    assert "the ring model could not read your region" in result.message
 
 
 def test_ring_trace_is_a_table_of_phases():

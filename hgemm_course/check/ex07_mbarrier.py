@@ -1,8 +1,13 @@
 """Checker for ex07_mbarrier: the full/empty mbarrier ring of rung 07.
 
 The CPU part reads the learner's region (the top of the main loop: thread 0's wait on the
-empty barrier and refill, every thread's wait on the full barrier) and plays it through a
-model of the ring, under many interleavings of the warps and of the copy engine:
+empty barrier and refill, every thread's wait on the full barrier). A barrier is named as the
+kernel names it, ``smem_u32(&ring.full[X])`` or ``smem_u32(&ring.empty[X])`` with ``X`` an
+integer expression such as ``kt % STAGES``; the reader also follows ``smem_u32(ring.full + X)``,
+``smem_u32(&ring.full[0]) + 8 * X`` and a declaration holding such an address, and names what a
+wait got instead when it is no barrier (a stage of ``ring.a``, the contents ``ring.full[X]``
+instead of its address, an index past the ring). It plays the region through a model of the
+ring, under many interleavings of the warps and of the copy engine:
 
 - an mbarrier counts completed phases; ``mbar_wait_parity(bar, p)`` returns once the
   most recent phase with parity ``p`` has completed, i.e. when ``phases % 2 != p`` (so
@@ -14,7 +19,9 @@ model of the ring, under many interleavings of the warps and of the copy engine:
   event will ever complete hangs the kernel.
 
 The first of these the model meets is the verdict, with the interleaving that led to it. The
-GPU part runs the kernel for real in a child process (see :mod:`.kernel_exercise`).
+model takes the rest of the loop to be rung 07's (each warp's fence.proxy.async and arrive on
+``ring.empty`` after its reads); the PTX rules check that those instructions are there. The GPU
+part runs the kernel for real in a child process (see :mod:`.kernel_exercise`).
 """
 from __future__ import annotations
 
@@ -24,10 +31,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .feedback import Failure
-from .kernel_exercise import Compiled, KernelExercise, PtxRule, Unsupported, c_expression, display_path, evaluate
+from .kernel_exercise import Compiled, KernelExercise, PtxRule, Unsupported, display_path, evaluate
 
-FULL_BASE = 1 << 20     # stand-in addresses of full_bar and empty_bar in the model
-EMPTY_BASE = 2 << 20
+# Stand-in shared-memory addresses of the members of the kernel's TmaRing in the model, far enough
+# apart that an index past an array's end still reads as that array; mbarriers are 8 bytes each.
+FULL_BASE = 1 << 20     # smem_u32(&ring.full[0])
+EMPTY_BASE = 2 << 20    # smem_u32(&ring.empty[0])
+RING_MEMBERS = {"full": (FULL_BASE, 8), "empty": (EMPTY_BASE, 8),   # member: (stand-in address, bytes per index)
+                "a": (3 << 20, 1 << 15), "b": (4 << 20, 1 << 15)}   # a stage of A or B: a stand-in size
+VALUE_BASES = {"full": 8 << 20, "empty": 9 << 20}   # ring.full[X], ring.empty[X] read as integers, not addresses
 POLICIES = ("uniform", "slow copies", "producer ahead", "producer behind")
 SCHEDULES_PER_POLICY = 12
 
@@ -162,9 +174,97 @@ def parse_region(text: str, first_line: int = 1) -> list:
     return program
 
 
+@dataclass(frozen=True)
+class _Pointer:
+    """A pointer into the ring: a stand-in byte address and the size of what it points to (so
+    ``ring.full + 1`` is 8 bytes on, as in C). Only ``smem_u32`` turns it into an address."""
+
+    address: int
+    step: int
+
+    def __add__(self, other):
+        if isinstance(other, _Pointer):
+            raise Unsupported("adds two pointers")
+        return _Pointer(self.address + self.step * int(other), self.step)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + -int(other)
+
+    def __int__(self):
+        raise Unsupported("a pointer into the ring where the kernel takes an address (smem_u32 of it)")
+
+
+def _smem_u32(pointer) -> int:
+    if not isinstance(pointer, _Pointer):
+        raise Unsupported("smem_u32 of something that is not in the ring")
+    return pointer.address
+
+
+def _element(member: str, step: int):
+    """``&ring.member[X]`` (step: the element's size) or ``ring.a[X]`` decayed (step: one half)."""
+    base, size = RING_MEMBERS[member]
+    return lambda index: _Pointer(base + size * int(index), step)
+
+
+def _contents(member: str):
+    """``ring.full[X]`` without ``&``: the barrier's 64-bit state read as an integer."""
+    return lambda index: VALUE_BASES[member] + 8 * int(index)
+
+
+# What the rewritten expressions (see _ring_expression) call, given to every evaluation.
+RING_NAMES: dict = {"smem_u32": _smem_u32}
+for _member, (_base, _size) in RING_MEMBERS.items():
+    RING_NAMES[f"ring_{_member}"] = _Pointer(_base, _size)             # ring.member, an array decayed
+    RING_NAMES[f"ring_{_member}_at"] = _element(_member, _size)        # &ring.member[X]
+    RING_NAMES[f"ring_{_member}_item"] = (_contents(_member) if _member in VALUE_BASES   # ring.member[X]
+                                          else _element(_member, 2))
+
+_RING_MEMBER = re.compile(r"\bring\s*\.\s*([A-Za-z_]\w*)")
+_UNARY_AMPERSAND = re.compile(r"&\s*$")
+_OPERAND_END = re.compile(r"[\w)\]]\s*$")
+
+
 @lru_cache(maxsize=256)
-def _compiled(expression: str):
-    return compile(c_expression(expression), "<region>", "eval")
+def _ring_expression(text: str) -> str:
+    """``text`` with the kernel's ring members in calls the C-expression evaluator reads:
+    ``&ring.full[X]`` -> ``ring_full_at(X)``, ``ring.full[X]`` -> ``ring_full_item(X)`` (the barrier's
+    contents; for ``ring.a`` and ``ring.b`` the stage as a pointer), ``ring.full`` -> ``ring_full``."""
+    out, pos = "", 0
+    for m in _RING_MEMBER.finditer(text):
+        if m.start() < pos:                   # inside an index already rewritten
+            continue
+        member = m.group(1)
+        if member not in RING_MEMBERS:
+            raise Unsupported(f"the ring has a, b, full and empty; {text.strip()!r} names ring.{member}")
+        out += text[pos:m.start()]
+        amp = _UNARY_AMPERSAND.search(out)
+        address_of = amp is not None and not _OPERAND_END.search(out[:amp.start()])
+        if address_of:
+            out = out[:amp.start()]
+        pos = m.end()
+        bracket = re.compile(r"\s*\[").match(text, pos)
+        if bracket is None:
+            if address_of:
+                raise Unsupported(f"&ring.{member} without an index in {text.strip()!r}")
+            out += f"ring_{member}"
+            continue
+        depth, i = 1, bracket.end()           # the index: up to the matching ]
+        while i < len(text) and depth:
+            depth += (text[i] == "[") - (text[i] == "]")
+            i += 1
+        if depth:
+            raise Unsupported(f"unbalanced [] in {text.strip()!r}")
+        index = _ring_expression(text[bracket.end():i - 1])
+        out += f"ring_{member}_{'at' if address_of else 'item'}({index})"
+        pos = i
+    return out + text[pos:]
+
+
+def _evaluate(expression: str, env: dict) -> int:
+    """A C integer expression of the region, ring members and smem_u32 included, with the names in ``env``."""
+    return evaluate(_ring_expression(expression), {**RING_NAMES, **env})
 
 
 def _run(program: list, env: dict):
@@ -172,30 +272,49 @@ def _run(program: list, env: dict):
     ("load", stage, slice, line)."""
     for stmt in program:
         if isinstance(stmt, Decl):
-            env[stmt.name] = evaluate(stmt.expr, env)
+            env[stmt.name] = _evaluate(stmt.expr, env)
         elif isinstance(stmt, If):
-            yield from _run(stmt.then if evaluate(stmt.cond, env) else stmt.orelse, env)
+            yield from _run(stmt.then if _evaluate(stmt.cond, env) else stmt.orelse, env)
         elif stmt.name == "mbar_wait_parity":
             if len(stmt.args) != 2:
                 raise Unsupported(f"mbar_wait_parity takes (barrier, parity); line {stmt.line} passes {len(stmt.args)}")
-            yield ("wait", evaluate(stmt.args[0], env), evaluate(stmt.args[1], env) & 1, stmt.line)
+            yield ("wait", _evaluate(stmt.args[0], env), _evaluate(stmt.args[1], env) & 1, stmt.line)
         else:
             if len(stmt.args) != 2:
                 raise Unsupported(f"load_tile takes (stage, slice); line {stmt.line} passes {len(stmt.args)}")
-            yield ("load", evaluate(stmt.args[0], env), evaluate(stmt.args[1], env), stmt.line)
+            yield ("load", _evaluate(stmt.args[0], env), _evaluate(stmt.args[1], env), stmt.line)
 
 
 REFERENCE_REGION = """
 if (tid == 0 && next < k_tiles) {
-    if (next >= STAGES) mbar_wait_parity(empty_bar + (next % STAGES) * 8, (next / STAGES - 1) % 2);
+    if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);
     load_tile(next % STAGES, next);
 }
 __syncwarp();
-mbar_wait_parity(full_bar + (kt % STAGES) * 8, (kt / STAGES) % 2);
+mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);
 """
 
 
 # ---------------------------------------------------------------- the ring model
+
+def describe_address(address: int, stages: int) -> str:
+    """What a stand-in address of the model is, in the kernel's names."""
+    for member, base in VALUE_BASES.items():
+        if 0 <= address - base < 1 << 20:
+            index = (address - base) // 8
+            return (f"ring.{member}[{index}], the barrier's 64-bit state and not its address "
+                    f"(that is smem_u32(&ring.{member}[{index}]))")
+    member, (base, step) = min(RING_MEMBERS.items(), key=lambda item: abs(address - item[1][0]))
+    if abs(address - base) >= 1 << 19:
+        return f"the number {address}, not an address in the ring"
+    index, rest = divmod(address - base, step)
+    where = f"&ring.{member}[{index}]" + (f" + {rest} bytes" if rest else "")
+    if member not in VALUE_BASES:
+        return f"smem_u32({where}), in the {member.upper()} tiles"
+    if not 0 <= index < stages:
+        return f"smem_u32({where}), past the {stages} barriers of ring.{member}"
+    return f"smem_u32({where})"
+
 
 class RingError(Exception):
     def __init__(self, kind: str, message: str, events: list):
@@ -250,7 +369,7 @@ def simulate_ring(program: list | None = None, *, stages: int = 4, k_tiles: int 
         yield ("sync",)
         for kt in range(k_tiles):
             env = {"kt": kt, "next": kt + stages - 1, "STAGES": stages, "k_tiles": k_tiles, "tid": 32 * w,
-                   "lane": 0, "warp": w, "THREADS": 32 * warps, "full_bar": FULL_BASE, "empty_bar": EMPTY_BASE}
+                   "lane": 0, "warp": w, "THREADS": 32 * warps}
             yield ("kt", kt)
             yield from _run(program, env)
             yield ("read", kt % stages, kt)
@@ -261,8 +380,9 @@ def simulate_ring(program: list | None = None, *, stages: int = 4, k_tiles: int 
             offset = address - base
             if 0 <= offset < 8 * stages and offset % 8 == 0:
                 return name, offset // 8, phases
-        fail("bad barrier", f"line {line} waits on the address full_bar{address - FULL_BASE:+d}, which is no barrier "
-             f"of the ring: the full barriers are full_bar + 8 s and the empty ones empty_bar + 8 s, s = 0..{stages - 1}.")
+        fail("bad barrier", f"line {line} waits on {describe_address(address, stages)}: no barrier of the ring. "
+             f"The full barriers are smem_u32(&ring.full[s]) and the empty ones smem_u32(&ring.empty[s]), "
+             f"s = 0..{stages - 1}.")
 
     agents = [_Warp(w, warp_program(w)) for w in range(warps)]
     at_sync = set()
@@ -450,6 +570,12 @@ EXERCISE = KernelExercise(
         PtxRule("mbarrier.try_wait.parity", "no thread ever waits on a barrier, so the warps compute on stages "
                 "before their bytes land."),
         PtxRule("cp.async.bulk.tensor", "no TMA copy is issued."),
+        PtxRule("mbarrier.arrive.shared", "no warp arrives on ring.empty after reading a stage, so thread 0's "
+                "wait for the stage to be free never returns: the kernel hangs in the second round of the ring. "
+                "Keep the arrive at the end of the main loop as the exercise gave it."),
+        PtxRule("fence.proxy.async", "nothing orders the warps' ldmatrix reads of a stage before the TMA's next "
+                "writes into it (the copy engine is another proxy), so a copy can land under a warp still reading. "
+                "Keep fence_proxy_async_shared_cta() before the arrive on ring.empty as the exercise gave it."),
     ),
     structural=structural,
 )

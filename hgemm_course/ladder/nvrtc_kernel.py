@@ -103,6 +103,23 @@ def require(condition: bool, message: str) -> None:
 
 
 @dataclass(frozen=True)
+class Tunable:
+    """What ``hgemm-course tune`` sweeps on a rung, declared by the rung module as ``TUNABLE``.
+
+    Each axis lists the values of the rung's default sweep; ``tune`` builds every combination through
+    the rung's own ``kernel()`` keyword arguments (``tiles`` with this (bm, bn) and stages, ``super_mn``,
+    ``cluster_m``, ``consumers``) and skips, with the sentence of the refusal, whatever ``kernel()``
+    refuses: its tile rules and its shared-memory budget are the sweep's rules. An empty axis is one the
+    rung's kernel does not take."""
+
+    tiles: tuple[tuple[int, int], ...]          # (bm, bn) of C per CTA
+    stages: tuple[int, ...]                     # shared-memory buffers in the ring
+    supers: tuple[tuple[int, int], ...] = ()    # (super_m, super_n) output tiles per super tile (rung 06 on)
+    clusters: tuple[int, ...] = ()              # CTAs per cluster along M (rung 11)
+    consumers: tuple[int, ...] = ()             # consumer warpgroups (rung 11)
+
+
+@dataclass(frozen=True)
 class MmaTiles:
     """The tiling of the tensor-core rungs: a (bm, bn) tile of C per CTA, bk-wide k-slices in a
     ring of ``stages`` shared-memory buffers, and (wm, wn) warp tiles."""

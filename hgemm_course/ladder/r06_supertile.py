@@ -5,7 +5,7 @@ from dataclasses import asdict
 from functools import lru_cache
 
 from . import Rung
-from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
+from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require
 from .r05_swizzle import check_swizzle, smem_bytes
 
 SOURCE = "k06_supertile.cu"
@@ -13,6 +13,9 @@ SOURCE = "k06_supertile.cu"
 # 512 columns of B) were the fastest of six shapes at 8192 (50.6% of cuBLAS; row-major order 48.1%).
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
+# `hgemm-course tune 06` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
+TUNABLE = Tunable(tiles=((256, 128), (128, 256)), stages=(3, 4, 5),
+                  supers=((8, 4), (16, 2), (4, 8), (32, 1), (1, 64)))
 
 
 def grid_1d(M: int, N: int, tiles: MmaTiles, super_mn: tuple[int, int]) -> tuple[int]:

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from ..tensormap import tensor_maps
 from . import Rung
-from .nvrtc_kernel import MmaTiles, TemplateKernel, cdiv, require
+from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require
 from .r05_swizzle import check_swizzle
 from .r06_supertile import grid_1d
 
@@ -15,6 +15,9 @@ SOURCE = "k07_tma.cu"
 # 256x128 variant with 3 or 4 stages lay between 58% and 63% of cuBLAS at 8192, within run-to-run noise.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
+# `hgemm-course tune 07` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
+TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5),
+                  supers=((8, 4), (16, 2), (4, 8)))
 SMEM_ALIGN = 1024                         # TMA's 128-byte swizzle works on 1024-byte (8-row) atoms
 MBARRIER_BYTES = 8                        # an mbarrier is one 64-bit word of shared memory
 

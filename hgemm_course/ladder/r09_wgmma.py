@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from ..tensormap import tensor_maps
 from . import Rung
-from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, require
+from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, Tunable, require
 from .r06_supertile import grid_1d
 from .r07_tma import smem_bytes, tma_ring
 
@@ -62,6 +62,8 @@ class WgmmaTiles:
 # cuBLAS at 2048-8192 against 76-84% for 4 stages (1 CTA/SM), 75-80% for 5, and 72-76% for 64x256 tiles.
 TILES = WgmmaTiles(bm=128, bn=128, bk=64, stages=3)
 SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
+# `hgemm-course tune 09` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
+TUNABLE = Tunable(tiles=((128, 128), (128, 256), (64, 256)), stages=(3, 4, 5), supers=((16, 2), (8, 4)))
 
 # ---- a host-side twin of wgmma_desc_128b (ptx_snippets/wgmma.cuh), for tests and notebooks ----
 DESC_START_SHIFT, DESC_LBO_SHIFT, DESC_SBO_SHIFT, DESC_BASE_OFFSET_SHIFT, DESC_SWIZZLE_SHIFT = 0, 16, 32, 49, 62

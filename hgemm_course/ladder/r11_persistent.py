@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from .. import device, tensormap
 from . import Rung
-from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, cdiv, require
+from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, Tunable, cdiv, require
 from .r06_supertile import grid_1d
 from .r07_tma import MBARRIER_BYTES, SMEM_ALIGN
 from .r10_warp_specialized import (
@@ -32,6 +32,9 @@ CTAS_PER_SM = 1
 TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=4)
 SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
 CLUSTER_M = 2                             # CTAs per cluster along M, sharing B by multicast (1 or 2)
+# `hgemm-course tune 11` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
+TUNABLE = Tunable(tiles=((128, 256), (256, 128), (128, 128), (64, 256)), stages=(3, 4, 5),
+                  supers=((16, 2), (8, 4), (4, 8)), clusters=(1, 2), consumers=(2, 1))
 
 
 def c_buffer_bytes(t: WarpSpecializedTiles, consumers: int = CONSUMERS) -> int:
