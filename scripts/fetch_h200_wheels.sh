@@ -13,6 +13,6 @@ pkgs=(numpy==2.4.6 nbval nbformat nbclient ipykernel jupyter_client jupyter_core
       debugpy ipython ipython_pygments_lexers matplotlib-inline nest_asyncio fastjsonschema jsonschema
       jsonschema-specifications referencing rpds-py platformdirs prompt_toolkit wcwidth jedi parso decorator
       pexpect ptyprocess stack_data executing asttokens pure_eval
-      hatchling packaging pathspec pluggy trove-classifiers nvidia-cuda-crt==13.0.88)
+      hatchling packaging pathspec pluggy trove-classifiers tomlkit editables nvidia-cuda-crt==13.0.88)
 python3 -m pip download --no-deps -q -d .whl "${plat[@]}" "${pkgs[@]}"
 ls .whl

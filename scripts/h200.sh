@@ -43,11 +43,14 @@ if step tests; then
   status=$((status | PIPESTATUS[0]))
 fi
 if step venv; then
-  # No registry here: the fresh venv takes the image's packages where they fit pyproject.toml's pins
-  # (--system-site-packages) and the carried wheels for the rest (numpy below the image's 2.5, hatchling).
-  rm -rf /tmp/venv && python3 -m venv --system-site-packages /tmp/venv
+  # No registry here: the fresh venv takes the image's packages where they fit pyproject.toml's pins and
+  # the carried wheels for the rest (numpy below the image's 2.5, hatchling, the NVRTC headers).
+  # The image's python3 is itself a venv, so its packages reach the fresh venv through a .pth file, after the
+  # fresh venv's own site-packages (where the carried numpy 2.4 then shadows the image's 2.5).
+  rm -rf /tmp/venv && python3 -m venv /tmp/venv
+  python3 -c "import site; print(site.getsitepackages()[0])" > /tmp/venv/lib/python3.12/site-packages/image.pth
   (unset PYTHONPATH
-   /tmp/venv/bin/python -m pip install -q --no-index --find-links .whl hatchling &&
+   /tmp/venv/bin/python -m pip install -q --no-index --find-links .whl hatchling editables &&
    /tmp/venv/bin/python -m pip install -q --no-index --find-links .whl --no-build-isolation -e . &&
    /tmp/venv/bin/python -m pip list 2>/dev/null | grep -E "^(numpy|numba|numba-cuda|cupy-cuda13x|hgemm-course) " &&
    /tmp/venv/bin/python -m pytest -m gpu tests -q -p no:cacheprovider) 2>&1 | tee "$OUT/venv.txt"
