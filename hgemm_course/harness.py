@@ -104,25 +104,6 @@ def _use_simulator(rung: Rung) -> bool:
     return False
 
 
-def check_inputs(a, b, rung: Rung) -> tuple[int, int, int]:
-    """Validate a learner's or user's matrices; the messages name the fix."""
-    for name, x in (("a", a), ("b", b)):
-        if not hasattr(x, "dtype") or not hasattr(x, "shape"):
-            raise TypeError(f"{name} must be a NumPy or CuPy array, not {type(x).__name__}.")
-        if x.dtype != np.float16:
-            raise TypeError(f"{name} has dtype {x.dtype}; the GEMM takes float16. Convert with {name}.astype(np.float16).")
-        if x.ndim != 2:
-            raise ValueError(f"{name} is {x.ndim}-D with shape {tuple(x.shape)}; pass a 2-D matrix.")
-        if not x.flags.c_contiguous:
-            raise ValueError(f"{name} is not C-contiguous (row-major); pass {name}.copy() or np.ascontiguousarray({name}).")
-    M, K = a.shape
-    K2, N = b.shape
-    if K != K2:
-        raise ValueError(f"Inner dimensions differ: a is {M}x{K}, b is {K2}x{N}; a.shape[1] must equal b.shape[0].")
-    rung.check_shape(M, N, K)
-    return M, N, K
-
-
 def run_rung(rung: Rung, a, b, *, poison: bool = True):
     """C = A @ B on the rung's device; C is poisoned with NaN first so unwritten elements show."""
     M, K = a.shape
