@@ -43,7 +43,8 @@ def _driver_function(compiled, name: str):
     import cupy
     from cuda.bindings import driver
 
-    cupy.cuda.runtime.free(cupy.cuda.runtime.malloc(1))       # make sure the primary context is current
+    device = cupy.cuda.runtime.getDevice()
+    cupy.cuda.runtime.setDevice(device)        # cudaSetDevice initializes the primary context and makes it current
     err, module = driver.cuModuleLoadData(compiled.cubin)
     _ok(err, "cuModuleLoadData")
     err, fn = driver.cuModuleGetFunction(module, compiled.lowered.get(name, name).encode())
