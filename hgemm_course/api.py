@@ -18,7 +18,8 @@ import numpy as np
 from . import NoGPUError, device
 from .ladder import Rung, get, registry
 
-# The rung gemm() runs when none is named: the top of the ladder this machine can run.
+# The rung gemm() runs when none is named: on Hopper the plan picks rung 11 or 12 per shape (plan.py);
+# elsewhere the Numba rung 02.
 _DEFAULT_ON_HOPPER = "11"
 _DEFAULT_ELSEWHERE = "02"
 
@@ -26,8 +27,10 @@ _DEFAULT_ELSEWHERE = "02"
 def gemm(a, b, rung: str | int | None = None, *, out=None):
     """C = A @ B with one rung's kernel: fp16 row-major A (M, K) and B (K, N) in, fp16 C (M, N) out.
 
-    ``rung`` defaults to the fastest rung this machine runs (11 on a Hopper GPU, the Numba rung 02
-    on other GPUs and under the Numba CUDA simulator). CuPy inputs stay on their GPU, and the kernel
+    ``rung`` defaults to the fastest choice this machine has: on a Hopper GPU the plan for the shape
+    (:func:`hgemm_course.plan.plan`: rung 11, or rung 12 where whole tiles would leave a wave
+    part-empty; ``hgemm-course plan MxNxK`` says which and why), the Numba rung 02 on other GPUs and
+    under the Numba CUDA simulator. CuPy inputs stay on their GPU, and the kernel
     runs on CuPy's current stream without waiting for it; NumPy inputs are copied over and C comes
     back as NumPy. ``out``, an fp16 (M, N) array of the same kind and device, receives C.
     Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
@@ -47,15 +50,23 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
         r.launch(a, b, c)
         return c
     _require_gpu_for(r.id)
+    launch = _planned_launch(M, N, K) if rung is None and r.id == _DEFAULT_ON_HOPPER else r.launch
     if not on_gpu:
         import cupy
 
-        c = _launch_on_gpu(r, cupy.asarray(a), cupy.asarray(b), None)
+        c = _launch_on_gpu(launch, cupy.asarray(a), cupy.asarray(b), None)
         return c.get() if out is None else c.get(out=out)
-    return _launch_on_gpu(r, a, b, out)
+    return _launch_on_gpu(launch, a, b, out)
 
 
-def _launch_on_gpu(r: Rung, a, b, out):
+@lru_cache(maxsize=1024)
+def _planned_launch(M: int, N: int, K: int):
+    from .plan import plan
+
+    return plan(M, N, K).launch
+
+
+def _launch_on_gpu(launch, a, b, out):
     import cupy
 
     where = a.device.id
@@ -65,10 +76,10 @@ def _launch_on_gpu(r: Rung, a, b, out):
                              f"(inside `with cupy.cuda.Device({where}):` use cupy.asarray({name})).")
     if where == cupy.cuda.runtime.getDevice():
         c = cupy.empty((a.shape[0], b.shape[1]), cupy.float16) if out is None else out
-        r.launch(a, b, c)
+        launch(a, b, c)
         return c
     with cupy.cuda.Device(where):
-        return _launch_on_gpu(r, a, b, out)
+        return _launch_on_gpu(launch, a, b, out)
 
 
 def _is_cupy(x) -> bool:

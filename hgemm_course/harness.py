@@ -142,13 +142,16 @@ class BenchRecord:
     K: int
     ms: float                  # median over samples
     tflops: float
-    cublas_ms: float
+    cublas_ms: float           # median of the cuBLAS launches paired with this rung's
     cublas_tflops: float
-    pct_cublas: float
+    pct_cublas: float          # 100 x cuBLAS median / rung median, both from the same stretch of time
     samples_ms: list[float] = field(default_factory=list)
     cublas_samples_ms: list[float] = field(default_factory=list)
     input_sets: int = 1
     rel_fro_err: float = 0.0
+    paired: bool = True        # samples alternate rung, cuBLAS, rung, ... (older records: one cuBLAS run per size)
+    sm_clock_mhz: list[int | None] = field(default_factory=list)  # NVML's SM clock as each pair was queued
+    pct_cublas_pairwise: float | None = None  # median over pairs of cuBLAS ms / rung ms
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -177,6 +180,56 @@ def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
 
 
+def sm_clock_reader():
+    """A function that returns the current GPU's SM clock in MHz as NVML reads it now, or None where NVML
+    is missing (the GPU is found by its PCI bus id, so CUDA_VISIBLE_DEVICES cannot mix GPUs up)."""
+    try:
+        import cupy
+        from cuda.bindings import nvml
+
+        nvml.init_v2()
+        handle = nvml.device_get_handle_by_pci_bus_id_v2(cupy.cuda.Device().pci_bus_id)
+    except Exception:  # no NVML library, an older cuda-bindings, no GPU: the clock is simply not recorded
+        return lambda: None
+
+    def read() -> int | None:
+        try:
+            return int(nvml.device_get_clock_info(handle, nvml.ClockType.CLOCK_SM))
+        except Exception:
+            return None
+    return read
+
+
+def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None):
+    """Milliseconds per launch of ``fn`` and of ``reference``, alternated launch by launch (fn on input set i,
+    then reference on set i + half the sets, rotating, so neither finds the other's operands in L2), one CUDA
+    event pair around each. Clock drift then moves both sides of a pair alike, so the ratio of the two
+    medians holds where two medians taken minutes apart would not. The host queues every pair before it
+    waits: waiting after each pair would leave the GPU idle while the next launch is prepared, and the
+    event before it would count that host time as the kernel's. ``clock()`` is read as each pair is queued,
+    so it lags the pair by the launches still ahead of it in the queue.
+    Returns (fn samples, reference samples, clock readings)."""
+    import cupy
+
+    half = len(inputs) // 2
+    for i in range(warmup):
+        fn(*inputs[i % len(inputs)])
+        reference(*inputs[(i + half) % len(inputs)])
+    events = [[cupy.cuda.Event() for _ in range(3)] for _ in range(repeats)]
+    clocks = []
+    for i, (start, middle, end) in enumerate(events):
+        start.record()
+        fn(*inputs[i % len(inputs)])
+        middle.record()
+        reference(*inputs[(i + half) % len(inputs)])
+        end.record()
+        clocks.append(clock() if clock else None)
+    events[-1][2].synchronize()
+    fn_ms = [cupy.cuda.get_elapsed_time(start, middle) for start, middle, _ in events]
+    ref_ms = [cupy.cuda.get_elapsed_time(middle, end) for _, middle, end in events]
+    return fn_ms, ref_ms, clocks
+
+
 def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
@@ -186,7 +239,9 @@ MIN_REPEATS = 20                   # the fewest timed launches whose median benc
 
 def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,
           failures: list | None = None) -> list[BenchRecord]:
-    """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process.
+    """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process,
+    paired: the rung's launches alternate with cuBLAS's (:func:`time_paired`), and its % of cuBLAS is the
+    ratio of the two medians.
 
     A rung that fails verification is never timed: :class:`VerificationError` is raised, or,
     when a ``failures`` list is given, its :class:`VerifyResult` is appended there and the
@@ -203,7 +258,8 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     jobs = [(shape, rung) for shape in shapes for rung in rungs
             if rung.max_bench_size is None or max(shape) <= rung.max_bench_size]
     records = []
-    bar = tqdm(total=len(jobs) + len(shapes), desc="bench", disable=not progress, unit="run")
+    bar = tqdm(total=len(jobs), desc="bench", disable=not progress, unit="run")
+    clock = sm_clock_reader()
     for M, N, K in shapes:
         n_sets = input_sets_needed(M, N, K, gpu.l2_bytes)
         sets = []
@@ -214,10 +270,6 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         def cublas(a, b, c):
             cupy.matmul(a, b, out=c)
 
-        bar.set_postfix_str(f"cuBLAS {M}x{N}x{K}")
-        cublas_samples = time_launches(cublas, sets, warmup=warmup, repeats=repeats)
-        bar.update()
-        timed = []
         for rung in [r for shape, r in jobs if shape == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
             check = verify(rung, M, N, K)
@@ -227,17 +279,14 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 failures.append(check)
                 bar.update()
                 continue
-            samples = time_launches(rung.launch, sets, warmup=warmup, repeats=repeats)
-            # cuBLAS again after each rung, so clock drift over the run shows in both
-            cublas_samples += time_launches(cublas, sets, warmup=1, repeats=repeats)
-            timed.append((rung, samples, check))
-            bar.update()
-        cms = statistics.median(cublas_samples)         # one cuBLAS figure per size, shared by its rungs
-        for rung, samples, check in timed:
-            ms = statistics.median(samples)
+            samples, cublas_samples, clocks = time_paired(rung.launch, cublas, sets, warmup=warmup, repeats=repeats,
+                                                          clock=clock)
+            ms, cms = statistics.median(samples), statistics.median(cublas_samples)
             records.append(BenchRecord(
-                rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms),
-                100.0 * cms / ms, samples, list(cublas_samples), n_sets, check.rel_fro_err))
+                rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms), 100.0 * cms / ms,
+                samples, cublas_samples, n_sets, check.rel_fro_err, True, clocks,
+                100.0 * statistics.median(c / r for r, c in zip(samples, cublas_samples))))
+            bar.update()
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     bar.close()

@@ -1,0 +1,115 @@
+"""Rung 12: rung 11 with stream-K. The tiles of the whole waves still go out one per cluster; the K-slices
+of the rest are divided evenly among the clusters, and the partial sums of a tile split between clusters
+meet in a workspace in global memory, so no wave runs part-empty."""
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from functools import lru_cache
+
+from . import Rung
+from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require
+from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
+from .r11_persistent import CLUSTER_M, SUPER, TILES, _map_c, resident_ctas, smem_bytes
+
+SOURCE = "k12_streamk.cu"
+# Whole waves of tiles kept back from the data-parallel part and divided by K with the remainder: 0 divides
+# only the last, part-empty wave's tiles; 1 spreads the remainder and one whole wave over every cluster,
+# the stream-K paper's "two-tile" hybrid, whose pieces are longer than a fix-up.
+SK_WAVES = 1
+TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2), (8, 4)), clusters=(2, 1),
+                  consumers=(2,))
+
+
+def stream_k_split(tiles: int, units: int, sk_waves: int = SK_WAVES) -> int:
+    """The tiles that go out whole (data-parallel) when ``units`` clusters share ``tiles`` tiles: every
+    tile when they make whole waves, else all but the part-empty last wave and ``sk_waves`` whole
+    waves before it (as many as there are)."""
+    require(units >= 1 and tiles >= 0 and sk_waves >= 0, f"tiles={tiles}, units={units}, sk_waves={sk_waves}: "
+            "need at least one unit and no negative counts.")
+    if tiles % units == 0:
+        return tiles
+    return max(tiles // units - sk_waves, 0) * units
+
+
+@lru_cache(maxsize=None)
+def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
+           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> TemplateKernel:
+    rung11 = _rung11_kernel(tiles, super_mn, cluster_m, consumers)   # rung 11's refusals hold here too
+
+    @lru_cache(maxsize=256)               # every resident cluster takes a share: the whole GPU, whatever the shape
+    def grid(M: int, N: int) -> tuple[int]:
+        return (resident_ctas(kern, cluster_m),)
+
+    kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes, grid=grid,
+                          smem_layout=rung11.smem_layout)
+    return kern
+
+
+def _rung11_kernel(tiles, super_mn, cluster_m, consumers) -> TemplateKernel:
+    from . import r11_persistent
+
+    return r11_persistent.kernel(tiles, super_mn, None, cluster_m, consumers)
+
+
+class Workspace:
+    """The partial sums and flags of one GPU's stream-K launches, grown as needed, with the epoch each
+    launch raises its flags to (so flags are never cleared). Launches that share a workspace must run
+    in order: one per (device, stream)."""
+
+    def __init__(self):
+        self.partials = self.flags = None
+        self.epoch = 0
+
+    def take(self, ctas: int, tile_floats: int):
+        import cupy
+
+        if self.partials is None or self.partials.size < ctas * tile_floats:
+            self.partials = cupy.empty(ctas * tile_floats, dtype=cupy.float32)
+        if self.flags is None or self.flags.size < ctas * CONSUMERS:
+            self.flags = cupy.zeros(max(ctas, 1) * 2, dtype=cupy.uint32)  # two consumers at most
+            self.epoch = 0
+        self.epoch = self.epoch % 0xFFFFFFFF + 1   # 1, 2, .., never 0: the flags' first value
+        return self.partials, self.flags, self.epoch
+
+
+_workspaces: dict[tuple[int, int], Workspace] = {}
+_workspaces_lock = threading.Lock()
+
+
+def workspace(device: int, stream: int) -> Workspace:
+    with _workspaces_lock:
+        return _workspaces.setdefault((device, stream), Workspace())
+
+
+def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
+           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int = SK_WAVES) -> None:
+    import cupy
+    import numpy as np
+
+    kern = kernel(tiles, super_mn, cluster_m, consumers)
+    M, N = c.shape
+    ctas = kern.grid(M, N)[0]
+    units = ctas // cluster_m
+    dp_tiles = stream_k_split(cdiv(cdiv(M, tiles.bm), cluster_m) * cdiv(N, tiles.bn), units, sk_waves)
+    partials, flags, epoch = workspace(a.device.id, cupy.cuda.get_current_stream().ptr).take(ctas, tiles.bm * tiles.bn)
+    kern.launch(a, b, c, *_maps(a, b, c, tiles, consumers), partials, flags, np.int32(dp_tiles), np.uint32(epoch))
+
+
+def _maps(a, b, c, tiles, consumers):
+    from .. import tensormap
+
+    return (*tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, *c.shape, tiles.bm // consumers))
+
+
+RUNG = Rung(
+    id="12", slug="streamk", title="rung 11 + stream-K: the last waves divided by K, partial tiles fixed up",
+    idea=("the K-slices of the tiles past the whole waves are divided evenly among the persistent clusters; "
+          "partial tiles meet in a global workspace, announced by per-CTA flags"),
+    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    multiple_n=8, multiple_k=8,
+    extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
+           "consumers": CONSUMERS, "sk_waves": SK_WAVES,
+           "registers_after_setmaxnreg": {"producer": PRODUCER_REGS, "consumer": CONSUMER_REGS},
+           "smem_bytes": smem_bytes(TILES)},
+)

@@ -1,0 +1,87 @@
+"""What ``gemm(a, b)`` runs for a shape on a Hopper GPU: rung 11 (whole tiles, a wave at a time) or rung 12
+(the last waves divided by K), and how many whole waves rung 12 divides.
+
+The choice is a small model, not a table of timings: :mod:`hgemm_course.sim.waves` counts the waves each
+choice makes on this GPU's clusters, in K-iterations, with a fix-up charged per split tile, and the plan takes
+rung 12 only where its predicted busy fraction beats rung 11's by more than the model's margin. The recorded
+H200 sweeps check the model (``tests/test_plan.py``): where it picks one rung, that rung was not measurably the
+slower one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from typing import Callable
+
+SK_WAVES_TRIED = (0, 1, 2)      # whole waves rung 12 may divide besides the last, part-empty one
+
+
+@dataclass(frozen=True)
+class Plan:
+    M: int
+    N: int
+    K: int
+    rung: str                   # "11" or "12"
+    options: dict               # the rung's launcher keywords (rung 12: sk_waves)
+    units: int                  # clusters that run at once
+    tiles: int                  # cluster tiles of C
+    efficiency: dict            # predicted busy fraction of each choice tried, by name
+    reason: str                 # one sentence
+    launch: Callable = field(compare=False, repr=False, default=None)
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("M", "N", "K", "rung", "options", "units", "tiles", "efficiency", "reason")}
+
+
+def units_here() -> int:
+    """Clusters of rung 12's kernel that run at once on this GPU (the driver's count), or the H200's 66 without
+    a GPU (plans printed on a CPU machine are the H200's)."""
+    from . import device
+    from .sim.waves import UNITS
+
+    if device.cudasim_enabled() or device.probe_gpu()[0] is None:
+        return UNITS
+    from .ladder import r11_persistent, r12_streamk
+
+    kern = r12_streamk.kernel()
+    return r11_persistent.resident_ctas(kern, r12_streamk.CLUSTER_M) // r12_streamk.CLUSTER_M
+
+
+def rung11_efficiency(M: int, N: int, units: int) -> float:
+    """Rung 11's busy fraction in the same model: its clusters walk the launch positions of whole super tiles
+    round-robin and skip those past the grid's edge, so the busiest cluster computes more tiles than an even
+    share (the waves' count alone would say 99% at 7168 x 7168, where some clusters get 14 tiles and others 10)."""
+    from .ladder.r11_persistent import CLUSTER_M, cta_tiles
+
+    per_cluster = [len(cta_tiles(u * CLUSTER_M, units * CLUSTER_M, M, N)) for u in range(units)]
+    tiles = sum(per_cluster)
+    return tiles / (units * max(per_cluster))
+
+
+@lru_cache(maxsize=1024)
+def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
+    """The plan for an M x N x K product (cached per shape): rung 11, or rung 12 with the sk_waves whose
+    predicted busy fraction is highest, when that beats rung 11's by more than the model's margin."""
+    from .ladder import get
+    from .ladder.r12_streamk import CLUSTER_M, TILES
+    from .sim import waves
+
+    units = units or units_here()
+    shape = dict(tile_m=TILES.bm, tile_n=TILES.bn, tile_k=TILES.bk, units=units, cluster_m=CLUSTER_M)
+    tiles = waves.schedule(M, N, K, mode="dp", **shape).tiles
+    whole = rung11_efficiency(M, N, units)
+    split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, **shape) for sk in SK_WAVES_TRIED}
+    efficiency = {"rung 11": whole} | {f"rung 12, sk_waves={sk}": s.efficiency for sk, s in split.items()}
+    best = max(SK_WAVES_TRIED, key=lambda sk: (split[sk].efficiency, -sk))
+    gain = split[best].efficiency / whole - 1
+    waves_text = f"{tiles} cluster tiles on {units} clusters make {tiles / units:.2f} waves"
+    if gain > waves.DP_MARGIN:
+        rung, options = "12", {"sk_waves": best}
+        reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, rung 12 dividing the last "
+                  f"{'wave' if best == 0 else f'{best + 1} waves'} by K {split[best].efficiency:.0%}.")
+    else:
+        rung, options = "11", {}
+        reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, and dividing by K would gain "
+                  f"{max(gain, 0):.1%}, within the model's {waves.DP_MARGIN:.0%} margin.")
+    return Plan(M, N, K, rung, options, units, tiles, efficiency, reason,
+                partial(get(rung).launch, **options))

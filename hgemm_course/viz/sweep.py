@@ -1,0 +1,64 @@
+"""Shape sweep figure: rung 11 against rung 12 on every recorded shape, with the plan's choice marked."""
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+
+def shape_sweep_data(records=None, *, rungs=("11", "12")):
+    """% of cuBLAS of ``rungs`` per shape from the newest recorded run that timed them all, with the plan's pick.
+
+    ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
+    Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%],
+    'geomean_planned', 'min_planned' (both over the non-square shapes), 'file', 'gpu', 'date'}``.
+    """
+    import math
+
+    from ..plan import plan
+    from ..results import load_records
+
+    records = load_records(latest_only=False) if records is None else records
+    by_file: dict[str, dict] = {}
+    for r in records:
+        by_file.setdefault(r["file"], {})[(r["rung"], r["M"], r["N"], r["K"])] = r
+    complete = {f: recs for f, recs in by_file.items()
+                if all(any(k[0] == rung for k in recs) for rung in rungs)}
+    if not complete:
+        raise ValueError(f"No recorded run times rungs {', '.join(rungs)} together: run "
+                         f"`hgemm-course bench {' '.join(rungs)} --shapes benchmarks/shapes_nonsquare.txt` on an H200.")
+    file = max(complete)                      # run files are named by date and time
+    recs = complete[file]
+    shapes = sorted({k[1:] for k in recs if all((rung, *k[1:]) in recs for rung in rungs)},
+                    key=lambda s: (s[0] * s[1] * s[2], s))
+    pct = {rung: [recs[(rung, *s)]["pct_cublas"] for s in shapes] for rung in rungs}
+    planned = [plan(*s, units=66).rung for s in shapes]
+    planned_pct = [recs[(rung, *s)]["pct_cublas"] for rung, s in zip(planned, shapes)]
+    any_rec = next(iter(recs.values()))
+    nonsquare = [p for p, (M, N, K) in zip(planned_pct, shapes) if not M == N == K] or planned_pct
+    return {"shapes": shapes, "pct": pct, "planned": planned, "planned_pct": planned_pct,
+            "geomean_planned": math.exp(sum(math.log(p) for p in nonsquare) / len(nonsquare)),
+            "min_planned": min(nonsquare), "file": file, "gpu": any_rec.get("gpu", "?"),
+            "date": any_rec.get("date", "?")}
+
+
+def shape_sweep_figure(*, records=None) -> Figure:
+    """Bars of rung 11 and rung 12 per shape, the plan's choice outlined, cuBLAS at 100%."""
+    data = shape_sweep_data(records)
+    shapes = data["shapes"]
+    fig = Figure(figsize=(14, 5.5), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.38
+    for i, (rung, color) in enumerate(zip(data["pct"], ("tab:gray", "tab:blue"))):
+        xs = [x + (i - 0.5) * width for x in range(len(shapes))]
+        bars = ax.bar(xs, data["pct"][rung], width, color=color, label=f"rung {rung}")
+        for bar, planned in zip(bars, data["planned"]):
+            if planned == rung:
+                bar.set_edgecolor("black")
+                bar.set_linewidth(2)
+    ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS, paired launches")
+    ax.set_xticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], rotation=45, ha="right")
+    ax.set_ylabel("% of cuBLAS (median of paired launches)")
+    ax.set_ylim(0, max(110, max(max(v) for v in data["pct"].values()) + 5))
+    ax.legend(loc="lower right", title="outlined: the plan's choice")
+    fig.suptitle(f"The plan's choice on the non-square shapes: geometric mean {data['geomean_planned']:.1f}% of cuBLAS, lowest "
+                 f"{data['min_planned']:.1f}% (recorded on the {data['gpu']}, {str(data['date'])[:10]})")
+    return fig
