@@ -11,8 +11,8 @@ Two rules make the copy right and fast:
   2. coalesced: at each step, thread t takes the vector right after thread t-1's, so the
      32 lanes of a warp read one contiguous run of memory.
 
-Hence thread tid takes vectors tid, tid + threads, tid + 2 * threads, ... while they are
-inside the tile. Return where each of them starts: its (row, col) in the tile.
+Which vectors does thread tid copy, in which order, and where does each start: its (row, col)
+in the tile?
 
 Check it:  hgemm-course check ex02_tiling
   (checks ./ex02_tiling.py, else ./exercises/ex02_tiling.py, else the course's copy; it prints which)
@@ -26,6 +26,6 @@ def tile_load_coords(tid: int, threads: int, tile_rows: int, tile_cols: int,
     """The (row, col) starts of the ``vec``-wide loads thread ``tid`` (of ``threads``) makes
     to copy a ``tile_rows`` x ``tile_cols`` tile, in the order it makes them."""
     # BEGIN SOLUTION
-    # TODO: thread tid takes vectors tid, tid + threads, ... of the tile; turn each vector number into its (row, col) start.
-    raise NotImplementedError("thread tid takes vectors tid, tid + threads, ... of the tile; turn each vector number into its (row, col) start")
+    # TODO: which vectors satisfy both rules for thread tid, and where does each start?
+    raise NotImplementedError("which vectors satisfy both rules for thread tid, and where does each start?")
     # END SOLUTION

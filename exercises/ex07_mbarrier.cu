@@ -12,7 +12,7 @@
 // most recent phase with parity p (0 or 1) has completed. Stage s is filled and emptied once per
 // round of the ring, so slice kt is the (kt / STAGES)-th use of its stage.
 //
-// Fill in the two regions marked TODO: thread 0 refills the stage freed last iteration with slice
+// Fill in the two marked regions (BEGIN SOLUTION .. END SOLUTION): thread 0 refills the stage freed last iteration with slice
 // next = kt + STAGES - 1 (load_tile(stage, slice)), waiting first, from the second round of the
 // ring on, until every warp has left that stage; then every thread waits until slice kt has landed.
 //
@@ -124,8 +124,8 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
         // END SOLUTION
         __syncwarp();                                 // warp 0 whole again before its warp-wide ldmatrix
         // BEGIN SOLUTION
-        // TODO: Every thread waits on the full barrier of stage kt % STAGES for the phase of round
-        //       kt / STAGES of that stage. The parity of round r is r % 2.
+        // TODO: Every thread waits on the full barrier of stage kt % STAGES until slice kt has landed:
+        //       which phase of that barrier does its landing complete, and what is that phase's parity?
         // END SOLUTION
 
         const unsigned a_stage = smem_u32(ring.a[kt % STAGES]);   // (BM, BK) halves

@@ -1,33 +1,32 @@
 """Exercise 11: the tiles one CTA of rung 11's persistent grid computes.
 
 Rung 11 launches only as many CTAs as fit on the GPU at once (one per SM: 132 on the H200, fewer
-when there are fewer launch positions) and makes each of them walk the output tiles. The walk
-goes over rung 06's launch positions: the tile grid (grid_m x grid_n tiles of C) rounded up to
-whole super tiles of super_m x super_n tiles, super tiles n-fastest and tiles n-fastest inside
-each (exercise 06's decode). From hgemm_course/kernels/k11_persistent.cu, both warpgroups:
+when there are fewer launch positions) and makes each of them walk the output tiles, one after
+another, with its ring running on from one tile into the next. The facts of the walk:
 
-    const int tiles = cdiv(grid_m, SUPER_M) * cdiv(grid_n, SUPER_N) * SUPER_M * SUPER_N; // launch positions
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int2 tile = tile_of<SUPER_M, SUPER_N>(t, grid_m, grid_n);
-        if (tile.x >= grid_m || tile.y >= grid_n) continue;   // the edge super tiles are not full
-        ... the main loop and the epilogue of tile (tile.x, tile.y) ...
-    }
+  - it goes over rung 06's launch positions: the tile grid (grid_m x grid_n tiles of C) rounded
+    up to whole super tiles of super_m x super_n tiles, super tiles n-fastest and tiles
+    n-fastest inside each (exercise 06's decode);
+  - a position of a partial edge super tile that falls outside the grid is a hole: no tile;
+  - the CTAs share the positions out round-robin, in launch order: the first position to CTA 0,
+    the next to CTA 1, ..., the (num_ctas + 1)-th to CTA 0 again, holes included, so that
+    neighbouring CTAs compute neighbouring tiles at the same time (the L2 reuse of rung 06);
+  - a CTA skips its holes; it does not first compact the tiles into a list without holes.
 
-So the kernel walks the launch positions *with* their holes (the positions of partial edge super
-tiles that fall outside the grid) and skips a hole when it meets one; it does not first compact
-the tiles into a list without holes. CTA b's i-th position is b + i * gridDim.x, whether or not
-the positions before it were holes, so CTAs that meet more holes compute fewer tiles.
-
-Write the walk, with `cta` for blockIdx.x and `num_ctas` for gridDim.x:
+Write the walk, with `cta` for the CTA's index and `num_ctas` for the grid's size:
 
     persistent_tiles(cta, num_ctas, grid_m, grid_n, super_m, super_n)
         -> the (bid_m, bid_n) tiles CTA `cta` computes, in the order it computes them
            (an empty list when all its positions are holes or it has none)
 
+Extra question: the kernel ends when its busiest CTA does. How many tiles does the busiest CTA of
+the grid compute?
+
 Check it:  hgemm-course check ex11_persistent
   (checks ./ex11_persistent.py, else ./exercises/ex11_persistent.py, else the course's copy; it prints which)
   your own copy:     hgemm-course check ex11_persistent --path my_ex11.py
   or in a notebook:  from hgemm_course.check import check; check("ex11", persistent_tiles)
+                     (busiest_cta_tiles next to it)
 """
 from __future__ import annotations
 
@@ -36,7 +35,14 @@ def persistent_tiles(cta: int, num_ctas: int, grid_m: int, grid_n: int, super_m:
                      super_n: int) -> list[tuple[int, int]]:
     """The (bid_m, bid_n) tiles CTA ``cta`` of a ``num_ctas``-CTA persistent grid computes, in order."""
     # BEGIN SOLUTION
-    # TODO: for t = cta, cta + num_ctas, ... below the launch positions: decode t as exercise 06 does,
-    # keep it when it is inside the grid (a hole of an edge super tile is skipped, not compacted away).
-    raise NotImplementedError("t = cta, cta + num_ctas, ... over the launch positions; decode each; skip the holes")
+    # TODO: which launch positions fall to this CTA, and which of them hold a tile?
+    raise NotImplementedError("which launch positions fall to this CTA, and which of them hold a tile?")
+    # END SOLUTION
+
+
+def busiest_cta_tiles(num_ctas: int, grid_m: int, grid_n: int, super_m: int, super_n: int) -> int:
+    """The most tiles any CTA of a ``num_ctas``-CTA persistent grid computes."""
+    # BEGIN SOLUTION
+    # TODO: the CTA that meets the fewest holes is not always CTA 0.
+    raise NotImplementedError("the CTA that meets the fewest holes is not always CTA 0")
     # END SOLUTION

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -48,6 +47,27 @@ def _parse_pair(text: str) -> tuple[int, int]:
     if min(a, b) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1, e.g. 128x256")
     return a, b
+
+
+def _parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """argparse type for --shapes: a size (``n`` or ``MxNxK``) or a file of them, one per line, where
+    ``#`` starts a comment."""
+    path = Path(text)
+    if not path.is_file():
+        if "x" not in text.lower() and not text.isdigit():
+            raise argparse.ArgumentTypeError(f"{text!r}: no such file; give a file of shapes or MxNxK, e.g. 4096x2048x8192")
+        return [_parse_size(text)]
+    shapes = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            try:
+                shapes.append(_parse_size(line))
+            except argparse.ArgumentTypeError as e:
+                raise argparse.ArgumentTypeError(f"{path}:{number}: {e}") from None
+    if not shapes:
+        raise argparse.ArgumentTypeError(f"{path}: holds no shape (one n or MxNxK per line)")
+    return shapes
 
 
 def _at_least(minimum: int):
@@ -169,7 +189,8 @@ def cmd_bench(args) -> int:
     from .results import run_folder, write_run
 
     folder = run_folder(args.out_dir, record=args.record)  # checked before the run, not after it
-    sizes = args.sizes or DEFAULT_BENCH_SIZES
+    shapes = [shape for group in args.shapes or [] for shape in group]
+    sizes = (args.sizes or []) + shapes or DEFAULT_BENCH_SIZES
     rungs = _checked_rungs(args.rungs or list(registry()), sizes)
     failures = []
     records = bench(rungs, sizes, repeats=args.repeats, progress=not args.json, failures=failures)
@@ -187,6 +208,21 @@ def cmd_bench(args) -> int:
         print(format_table(records))
         print(f"\nwritten to {path}")
     return 1 if failures else 0
+
+
+def cmd_plan(args) -> int:
+    from .plan import plan
+
+    plans = [plan(*shape, units=args.units) for group in args.shapes for shape in group]
+    if args.json:
+        _print_json([p.as_dict() for p in plans])
+        return 0
+    for p in plans:
+        options = "".join(f", {k}={v}" for k, v in p.options.items())
+        print(f"{p.M}x{p.N}x{p.K}: rung {p.rung}{options}. {p.reason}")
+        for name, value in p.efficiency.items():
+            print(f"    {name:<22} {value:6.1%} of the GPU busy (model)")
+    return 0
 
 
 def cmd_tune(args) -> int:
@@ -348,11 +384,21 @@ def cmd_diff(args) -> int:
     if a_path is None or b_path is None:
         print("Both rungs need a kernel source to diff.", file=sys.stderr)
         return 2
-    diff = difflib.unified_diff(
-        a_path.read_text().splitlines(keepends=True), b_path.read_text().splitlines(keepends=True),
-        fromfile=a_path.name, tofile=b_path.name, n=args.context)
-    sys.stdout.writelines(diff)
+    from .book import rung_diff     # the diff without the exercises' region markers
+
+    sys.stdout.write(rung_diff(old, new, args.context))
     return 0
+
+
+def cmd_book(args) -> int:
+    from .book import build
+
+    index = build(args.out)
+    print(f"wrote the course website to {index.parent}; open {index} in a browser")
+    return 0
+
+
+FIGURES_WITH_RUNG = ("pipeline",)    # viz figures that take --rung
 
 
 def cmd_viz(args) -> int:
@@ -364,7 +410,15 @@ def cmd_viz(args) -> int:
     from .paths import PACKAGE_DIR
     from .viz import FIGURES
 
-    out = Path(args.out or f"{args.name}.png").resolve()         # default: the current folder
+    options = {}
+    if args.rung is not None:                                     # figures drawn per rung (pipeline)
+        if args.name not in FIGURES_WITH_RUNG:
+            raise ValueError(f"viz {args.name} draws no single rung; --rung goes with {', '.join(FIGURES_WITH_RUNG)}.")
+        from .ladder import get
+
+        options["rung"] = get(args.rung).id
+    name = "_".join([args.name, *options.values()])
+    out = Path(args.out or f"{name}.png").resolve()               # default: the current folder
     formats = FigureCanvasBase.get_supported_filetypes()
     if not out.parent.is_dir():
         raise ValueError(f"folder {out.parent} does not exist; create it, or give --out a file in an existing folder.")
@@ -374,7 +428,7 @@ def cmd_viz(args) -> int:
     if out.suffix.lstrip(".") not in formats:
         raise ValueError(f"{out.name}: end --out with a type matplotlib writes: {', '.join(sorted(formats))}.")
     try:
-        FIGURES[args.name]().savefig(out, dpi=120, bbox_inches="tight")
+        FIGURES[args.name](**options).savefig(out, dpi=120, bbox_inches="tight")
     except OSError as exc:
         raise ValueError(f"cannot write {out} ({exc.strerror}); give --out a file in a folder of your own.") from None
     print(f"wrote {out}")
@@ -544,11 +598,22 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to time, e.g. 05 11 (default: every rung)")
     s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
                    help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(DEFAULT_BENCH_SIZES)})")
+    s.add_argument("--shapes", nargs="+", type=_parse_shapes, metavar="FILE|MxNxK",
+                   help="more shapes, each MxNxK or a file of them, one per line (e.g. benchmarks/shapes_nonsquare.txt); "
+                        "timed after --sizes (default: none)")
     s.add_argument("--repeats", type=_at_least(MIN_REPEATS), default=30,
-                   help=f"timed launches per rung and size, of which the median counts (default: 30, at least {MIN_REPEATS})")
+                   help=f"timed launches, each paired with a cuBLAS launch, per rung and size, of which the median counts (default: 30, at least {MIN_REPEATS})")
     _add_output_arguments(s)
     s.add_argument("--json", action="store_true", help="print the records as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_bench)
+
+    s = command("plan", "which kernel gemm() runs for a shape on a Hopper GPU, and why (no GPU needed)")
+    s.add_argument("shapes", nargs="+", type=_parse_shapes, metavar="MxNxK|FILE",
+                   help="shapes, each n, MxNxK or a file of them, one per line")
+    s.add_argument("--units", type=_at_least(1), default=None,
+                   help="clusters that run at once (default: this GPU's count, or the H200's 66 without a GPU)")
+    s.add_argument("--json", action="store_true", help="print the plans as JSON (default: off, text)")
+    s.set_defaults(fn=cmd_plan)
 
     s = command("tune", "sweep a tensor-core rung's tiles, stages, order, clusters and consumers (needs a GPU, "
                         "except with --dry-run)")
@@ -614,10 +679,20 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     s.add_argument("-U", "--context", type=_at_least(0), default=3, help="lines of context around each change (default: 3)")
     s.set_defaults(fn=cmd_diff)
 
+    s = command("book", "build the course website (static HTML) from the chapter notebooks as committed: nothing runs, "
+                        "no GPU needed (needs the book extra: pip install -e .[book])")
+    s.add_argument("--out", type=Path, default=Path("hgemm-book"), metavar="DIR",
+                   help="folder the site is written to, new or from an earlier build (default: ./hgemm-book/ in the "
+                        "current folder)")
+    s.set_defaults(fn=cmd_book)
+
     s = command("viz", "draw one of the course's figures into a file", epilog=_figure_list(figures),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("name", choices=figures, metavar="NAME", help="the figure, one of those listed below")
-    s.add_argument("--out", help="the file to write, .png, .pdf or .svg (default: ./NAME.png in the current folder)")
+    s.add_argument("--out", help="the file to write, .png, .pdf or .svg (default: ./NAME.png in the current folder, "
+                                 "./NAME_RUNG.png with --rung)")
+    s.add_argument("--rung", metavar="RUNG", help="the rung to draw, for pipeline: 03, 07, 09, 10 or 11, the rungs whose "
+                                                  "ring the model plays (default: 07)")
     s.set_defaults(fn=cmd_viz)
 
     s = command("check", "check your solution of an exercise in a separate process (exit code 0 pass, 1 fail, "

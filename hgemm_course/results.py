@@ -127,7 +127,8 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: s
         for r in data["records"]:
             row = {k: r.get(k, prov.get(k)) for k in RECORD_KEYS}
             row.update({"ms": r.get("ms"), "cublas_ms": r.get("cublas_ms"), "file": path.name,
-                        "driver": prov.get("driver"), "samples": len(r.get("samples_ms", []))})
+                        "driver": prov.get("driver"), "samples": len(r.get("samples_ms", [])),
+                        "paired": bool(r.get("paired"))})
             listing.append(row)
             rows[(row["rung"], row["M"], row["N"], row["K"])] = row
     out = list(rows.values()) if latest_only else listing
@@ -141,11 +142,15 @@ README_END = "<!-- ladder-table:end -->"
 def ladder_markdown(records: list[dict] | None = None) -> str:
     """README's ladder table: per rung, TFLOP/s and % of cuBLAS (same run) at each recorded square size.
 
-    By default from the recorded H200 runs only: a run on another GPU never enters README.
+    By default from the recorded H200 runs only: a run on another GPU never enters README. Where runs with
+    paired timing exist, only they make the table.
     """
     from .ladder import registry
 
     records = load_records(gpu=RECORDED_GPU) if records is None else records
+    # paired timing (each launch beside a cuBLAS launch) once a run has it: older runs shared one cuBLAS median
+    paired = [r for r in records if r.get("paired")]
+    records = paired or records
     square = sorted({r["M"] for r in records if r["M"] == r["N"] == r["K"]})
     by_key = {(r["rung"], r["M"]): r for r in records if r["M"] == r["N"] == r["K"]}
     head = "| rung | idea | " + " | ".join(f"{n}^3" for n in square) + " |"
@@ -158,7 +163,9 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
         rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
     sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in records})
     notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
-    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of cuBLAS (`cupy.matmul`, fp16) timed in the same process."
+    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of cuBLAS (`cupy.matmul`, fp16) " + (
+        "timed launch by launch beside each rung's launches (paired), the ratio of the two medians." if paired
+        else "timed in the same process.")
 
 
 def rewrite_readme(readme_path: Path, records: list[dict] | None = None) -> bool:

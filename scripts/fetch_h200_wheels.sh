@@ -4,8 +4,9 @@
 # hatchling and the NVRTC headers' wheel that the image lacks, to install the package into a fresh venv
 # there (scripts/h200.sh's venv step).
 # Usage: bash scripts/fetch_h200_wheels.sh   (writes .whl/, which git ignores; carry it with the device tool)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=scripts/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
+set -e                                    # a wheel that does not download ends the run
 plat=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none
       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
       --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any)

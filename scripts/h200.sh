@@ -11,7 +11,8 @@
 # Everything it writes goes under $OUT. The measuring steps pass --record (refused unless this is an H200 run
 # with complete provenance), so their runs land in results/; at the end every file they added there is copied
 # to $OUT/results/, laid out as in the repository, to commit.
-set -uo pipefail
+# shellcheck source=scripts/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
 OUT=${OUT:-$PWD/.device_out}
 STEPS=${STEPS:-"doctor ceilings tests tour notebooks"}
 SIZES=${SIZES:-"1024 2048 4096 8192"}
@@ -19,16 +20,8 @@ RUNGS=${RUNGS:-}
 PYTEST_ARGS=${PYTEST_ARGS:-}
 mkdir -p "$OUT"
 touch "$OUT/.started"
-if compgen -G ".whl/*.whl" > /dev/null; then
-  # numpy 2.4 for numba-cuda 0.30 (the image's 2.5 breaks its launches); nbval and a kernel for notebooks
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-  export PATH=/tmp/site/bin:$PATH
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+use_carried_wheels                        # numpy 2.4 for numba-cuda; nbval and a kernel for the notebooks
 hg() { python3 -m hgemm_course.cli "$@"; }
-status=0
-step() { [[ " $STEPS " == *" $1 "* ]]; }
 
 if step doctor; then
   hg doctor 2>&1 | tee "$OUT/doctor.txt"

@@ -10,7 +10,8 @@
 # the metric probes; compare again anywhere with
 #   tar xzf ncu.tgz && python3 -m hgemm_course.model_checks --ncu-dir ncu --out results/
 # (KEEP_NCU_DIR=1 leaves the folder unpacked too).
-set -uo pipefail
+# shellcheck source=scripts/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
 OUT=${OUT:?set OUT to the folder the results go to}
 STEPS=${STEPS:-"occupancy banks l2 compare"}
 BANK_SIZE=${BANK_SIZE:-2048}
@@ -19,8 +20,6 @@ NCU=${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cu
 D=$OUT/ncu
 export PYTHONUNBUFFERED=1
 mkdir -p "$D"
-status=0
-step() { [[ " $STEPS " == *" $1 "* ]]; }
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 
 # Counters every run collects: names this ncu accepted on the H200 before (results/tuning) or in

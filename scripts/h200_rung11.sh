@@ -12,19 +12,14 @@
 # tests:    the GPU tests of rung 11 and of the tuning sweep.
 # notebooks: execute NOTEBOOKS (chapter 11) in place of a reader; the executed copies come back.
 # tune:     hgemm-course tune 11 at SIZES (every configuration verified, then timed against cuBLAS).
-set -uo pipefail
+# shellcheck source=scripts/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
 OUT=${OUT:-$PWD/.device_out}
 STEPS=${STEPS:-"verify sanitize ncu"}
 SIZES=${SIZES:-"2048 4096 8192"}
 NCU_SIZES=${NCU_SIZES:-"4096 8192"}
 mkdir -p "$OUT"
-if compgen -G ".whl/*.whl" > /dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-fi
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-step() { [[ " $STEPS " == *" $1 "* ]]; }
-status=0
+use_carried_wheels
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$OUT/gpu.txt"
 
 if step verify; then

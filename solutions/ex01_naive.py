@@ -26,8 +26,6 @@ def naive_thread_output(block_idx: tuple[int, int], block_dim: tuple[int, int],
                         thread_idx: tuple[int, int]) -> tuple[int, int]:
     """The (row, col) of C that thread ``thread_idx`` = (threadIdx.x, threadIdx.y) of block
     ``block_idx`` = (blockIdx.x, blockIdx.y) computes; ``block_dim`` = (blockDim.x, blockDim.y)."""
-    # BEGIN SOLUTION
     row = block_idx[1] * block_dim[1] + thread_idx[1]
     col = block_idx[0] * block_dim[0] + thread_idx[0]
     return row, col
-    # END SOLUTION

@@ -3,7 +3,8 @@
 // This file is the whole rung-03 kernel with the heart of its main loop cut out. For each
 // 16-wide k-step kk of the slice in shared memory, a warp must load its FRAG_M fragments of A
 // and FRAG_N fragments of B with wmma::load_matrix_sync and multiply every pair into its
-// FRAG_M x FRAG_N accumulators with wmma::mma_sync. Fill in the region marked TODO.
+// FRAG_M x FRAG_N accumulators with wmma::mma_sync. Fill in the marked region (the lines
+// between BEGIN SOLUTION and END SOLUTION).
 //
 //   wmma::load_matrix_sync(fragment, pointer to the fragment's top-left element, leading dimension)
 //   wmma::mma_sync(d, a, b, c)                  // d = a @ b + c, one 16x16x16 product
@@ -37,14 +38,14 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
     constexpr int WARPS_N = BN / WN;
     constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
     constexpr int FRAG_N = WN / 16;                   // n16 fragments per warp
-    constexpr int A_LD = BK + 8;                      // halves per padded A row
-    constexpr int B_LD = BN + 8;                      // halves per padded B row
-    constexpr int A_STAGE = BM * A_LD * 2;            // bytes of one A stage
-    constexpr int B_STAGE = BK * B_LD * 2;            // bytes of one B stage
+    using Ring = PaddedStages<BM, BN, BK, STAGES, 8>; // rows padded by 8 halves to A_LD, B_LD (common.cuh)
+    constexpr int A_LD = Ring::A_LD;                  // halves per padded A row
+    constexpr int B_LD = Ring::B_LD;                  // halves per padded B row
+    constexpr int A_STAGE = sizeof(Ring::a[0]);       // bytes of one A stage
+    constexpr int B_STAGE = sizeof(Ring::b[0]);       // bytes of one B stage
 
     extern __shared__ __align__(128) unsigned char smem[];
-    const unsigned a_smem = smem_u32(smem);           // STAGES x (BM, BK) halves, rows padded to A_LD
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x (BK, BN) halves, rows padded to B_LD
+    auto& ring = smem_as<Ring>(smem);                 // the STAGES k-slices of A and B
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -62,8 +63,8 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
     // are zero-filled so the tails add nothing to the sums.
     auto load_tile = [&](int stage, int kt) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
 #pragma unroll
         for (int it = 0; it < BM * BK / 8 / THREADS; ++it) {
             const int idx = it * THREADS + tid;
@@ -108,13 +109,14 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
         if (next < k_tiles) load_tile(next % STAGES, next);
         cp_async_commit_group();
 
-        const half* a_tile = reinterpret_cast<const half*>(smem + (kt % STAGES) * A_STAGE);       // (BM, BK) halves
-        const half* b_tile = reinterpret_cast<const half*>(smem + STAGES * A_STAGE + (kt % STAGES) * B_STAGE); // (BK, BN) halves
+        // The slice's (BM, BK) and (BK, BN) stages as wmma's generic pointers, offset in 32 bits like the copies'
+        // addresses (ring.a[kt % STAGES] would scale the index in 64 bits and schedule the loop differently).
+        const half* a_tile = reinterpret_cast<const half*>(reinterpret_cast<unsigned char*>(ring.a) + (kt % STAGES) * A_STAGE);
+        const half* b_tile = reinterpret_cast<const half*>(reinterpret_cast<unsigned char*>(ring.b) + (kt % STAGES) * B_STAGE);
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a_frag[FRAG_M]; // FRAG_M x (16, 16) halves of A
             wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b_frag[FRAG_N]; // FRAG_N x (16, 16) halves of B
-// BEGIN SOLUTION
 #pragma unroll
             for (int i = 0; i < FRAG_M; ++i) {
                 wmma::load_matrix_sync(a_frag[i], a_tile + (warp_m * WM + i * 16) * A_LD + kk * 16, A_LD);
@@ -130,7 +132,6 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
                     wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
                 }
             }
-// END SOLUTION
         }
     }
 
@@ -138,7 +139,8 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
     // fragment at a time in shared memory and writes it to C as fp16 pairs -----------------
     cp_async_wait_group<0>();
     __syncthreads();
-    float* park = reinterpret_cast<float*>(smem) + warp * 16 * 16;   // (16, 16) floats of this warp
+    static_assert(THREADS / 32 * 16 * 16 * sizeof(float) <= sizeof(Ring), "every warp parks in the drained ring");
+    float* park = reinterpret_cast<float*>(&ring) + warp * 16 * 16;  // (16, 16) floats of this warp
 #pragma unroll
     for (int i = 0; i < FRAG_M; ++i) {
 #pragma unroll

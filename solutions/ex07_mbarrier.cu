@@ -12,7 +12,7 @@
 // most recent phase with parity p (0 or 1) has completed. Stage s is filled and emptied once per
 // round of the ring, so slice kt is the (kt / STAGES)-th use of its stage.
 //
-// Fill in the two regions marked TODO: thread 0 refills the stage freed last iteration with slice
+// Fill in the two marked regions (BEGIN SOLUTION .. END SOLUTION): thread 0 refills the stage freed last iteration with slice
 // next = kt + STAGES - 1 (load_tile(stage, slice)), waiting first, from the second round of the
 // ring on, until every warp has left that stage; then every thread waits until slice kt has landed.
 //
@@ -117,16 +117,12 @@ k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict
     // ---- main loop: refill the stage freed last iteration, wait for slice kt, compute ----
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int next = kt + STAGES - 1;
-        // BEGIN SOLUTION
         if (tid == 0 && next < k_tiles) {
             if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);
             load_tile(next % STAGES, next);
         }
-        // END SOLUTION
         __syncwarp();                                 // warp 0 whole again before its warp-wide ldmatrix
-        // BEGIN SOLUTION
         mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);
-        // END SOLUTION
 
         const unsigned a_stage = smem_u32(ring.a[kt % STAGES]);   // (BM, BK) halves
         const unsigned b_stage = smem_u32(ring.b[kt % STAGES]);   // (BK, BN) halves

@@ -40,11 +40,9 @@ def round_up(x: int, unit: int) -> int:
 
 def ctas_per_sm(threads: int, regs_per_thread: int, smem_bytes: int) -> int:
     """CTAs of this shape resident on one H200 SM at once."""
-    # BEGIN SOLUTION
     warps = -(-threads // WARP_SIZE)
     by_threads = MAX_WARPS_PER_SM // warps
     regs_per_warp = round_up(regs_per_thread * WARP_SIZE, REG_ALLOC_UNIT)
     by_registers = SUB_PARTITIONS * (REGS_PER_SUB_PARTITION // regs_per_warp) // warps
     by_smem = SMEM_PER_SM // round_up(smem_bytes + SMEM_RESERVED_PER_CTA, SMEM_ALLOC_UNIT)
     return min(MAX_CTAS_PER_SM, by_threads, by_registers, by_smem)
-    # END SOLUTION

@@ -46,7 +46,7 @@ def test_solution_passes():
 def test_untouched_exercise_fails_with_its_hint():
     result = check("ex11")
     assert not result.passed and "persistent_tiles is not written yet" in result.message
-    assert "over the launch positions; decode each; skip the holes" in result.message
+    assert "Hint: which launch positions fall to this CTA" in result.message
     assert "Traceback" not in str(result)
 
 

@@ -24,7 +24,7 @@ SHORT_TIMEOUT_S = 3
 
 def hostile(tmp_path: Path, bad_line: str, *, at_import: bool) -> tuple[Path, int]:
     """The ex05 solution with ``bad_line`` put in; (its path, the bad line's number)."""
-    anchor = "\n\ndef swizzle_128b" if at_import else "    # BEGIN SOLUTION\n"
+    anchor = "\n\ndef swizzle_128b" if at_import else ' of ``row`` is stored."""\n'   # the end of its docstring
     indent = "" if at_import else "    "
     head, tail = SOLUTION.split(anchor)
     text = head + ("\n" if at_import else anchor) + indent + bad_line + "\n" + (anchor if at_import else "") + tail

@@ -1,62 +1,151 @@
-"""exercises/ and solutions/ mirror each other: an exercise is its solution with every
-region between BEGIN SOLUTION and END SOLUTION markers replaced by a TODO."""
+"""exercises/ and solutions/ are generated from one source per exercise (hgemm_course/check/sources/,
+and the rung kernels for the kernel exercises): regenerated here, they must equal the committed files."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from hgemm_course.check import EXERCISES
+from hgemm_course.check import EXERCISES, KERNEL_EXERCISES
+from hgemm_course.check.generate import (
+    COMMENT,
+    adopt,
+    adopt_plain,
+    exercise_text,
+    generate,
+    is_marker,
+    regions_of,
+    render,
+    solution_text,
+    sources,
+    without_markers,
+)
+from hgemm_course.paths import KERNELS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
-EXERCISES_DIR = ROOT / "exercises"
-SOLUTIONS_DIR = ROOT / "solutions"
-COMMENT = {".py": "#", ".cu": "//", ".cuh": "//"}
+REGENERATE = "run `python -m hgemm_course.check.generate` and commit what it writes"
+
+# Each exercise's answer, in the words of its solution: the exercise file must not contain it, in its
+# docstring, its header or its TODOs (whitespace ignored).
+KEY_EXPRESSIONS = {
+    "ex01_naive.py": ["block_idx[1] * block_dim[1] + thread_idx[1]"],
+    "ex02_tiling.py": ["range(tid, tile_rows * per_row, threads)"],
+    "ex03_wmma.cu": ["wmma::mma_sync(acc[i][j]"],
+    "ex04_ldmatrix.py": ["lane % 16, lane // 16", "lane % 8, lane // 8 % 2"],
+    "ex05_swizzle.py": ["chunk ^ (row % 8)", "XOR (r mod 8)", "chunk ^ (row // 2 % 4)"],
+    "ex05_swizzle_kernel.cu": ["a_lane ^ (kk * 32)", "b_lane ^ (j * 32)", "(chunk / 8) * B_PANEL + swizzle_128b",
+                               "chunk ^ (row / 4 % 2)"],
+    "ex06_supertile.py": ["sb_m * super_m + inner // super_n", "bid_m % super_m * super_n + bid_n % super_n"],
+    "ex07_mbarrier.cu": ["(kt / STAGES) % 2", "(next / STAGES - 1) % 2", "r % 2"],
+    "ex08_occupancy.py": ["min(MAX_CTAS_PER_SM"],
+    "ex09_wgmma_desc.py": ["(x & 0x3FFFF) >> 4", "SBO = 1024", "LBO = 8192", "64 * row_bytes"],
+    "ex09_wgmma_loop.cu": ["i * 64 * 128 + kk * 32", "kk * 16 * 128", "wgmma_wait_group<1>", "i * 64 * 64 + kk * 32"],
+    "ex10_producer.cu": ["(kt / STAGES - 1) % 2", "ring.empty[(kt - 1) % STAGES]", "(kt - in_flight) % stages"],
+    "ex10_ring_parity.py": ["(use - 1) % 2", "use % 2", "tile_index * k_tiles + kt"],
+    "ex11_persistent.py": ["range(cta, positions, num_ctas)", "t += gridDim.x", "t += clusters"],
+    "ex11_tile_loop.cu": ["t += clusters", "(cdiv(tiles, ctas) - 1) * ctas"],
+}
 
 
 def _files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.suffix in COMMENT)
 
 
-def split_regions(text: str, comment: str) -> tuple[list[str], list[str]]:
-    """(the text outside the marked regions, piece by piece; the regions' bodies)."""
-    outside, regions, current, inside = [], [], [], False
-    for line in text.splitlines(keepends=True):
-        marker = line.strip()
-        if marker == f"{comment} BEGIN SOLUTION":
-            assert not inside, "BEGIN SOLUTION inside a region"
-            outside.append("".join(current + [line]))
-            current, inside = [], True
-        elif marker == f"{comment} END SOLUTION":
-            assert inside, "END SOLUTION without a BEGIN SOLUTION"
-            regions.append("".join(current))
-            current, inside = [line], False
-        else:
-            current.append(line)
-    assert not inside, "BEGIN SOLUTION without an END SOLUTION"
-    outside.append("".join(current))
-    return outside, regions
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
 
 
-def test_same_files():
-    assert _files(EXERCISES_DIR) == _files(SOLUTIONS_DIR)
+def test_generated_files_equal_the_committed_ones(tmp_path):
+    generate(tmp_path)
+    for folder in ("exercises", "solutions"):
+        assert _files(tmp_path / folder) == _files(ROOT / folder), \
+            f"{folder}/ holds files that no source makes, or misses some: {REGENERATE}"
+        for name in _files(tmp_path / folder):
+            made, committed = (tmp_path / folder / name).read_text(), (ROOT / folder / name).read_text()
+            assert made == committed, f"{folder}/{name} is not what its source makes: {REGENERATE}"
 
 
-def test_every_python_exercise_has_a_checker():
-    stems = {Path(name).stem for name in _files(EXERCISES_DIR) if name.endswith(".py")}
-    assert stems == set(EXERCISES)
+def test_every_exercise_has_a_checker():
+    names = {Path(name).stem: Path(name).suffix for name in sources()}
+    assert {n for n, s in names.items() if s == ".py"} == set(EXERCISES)
+    assert {n for n, s in names.items() if s == ".cu"} == set(KERNEL_EXERCISES)
 
 
-@pytest.mark.parametrize("name", _files(SOLUTIONS_DIR))
-def test_exercise_is_solution_with_regions_replaced(name):
+@pytest.mark.parametrize("name", sources())
+def test_stubs_say_what_to_do_and_solutions_carry_no_marker(name):
     comment = COMMENT[Path(name).suffix]
-    ex_outside, ex_regions = split_regions((EXERCISES_DIR / name).read_text(), comment)
-    sol_outside, sol_regions = split_regions((SOLUTIONS_DIR / name).read_text(), comment)
-    assert sol_regions, f"solutions/{name} marks no region with {comment} BEGIN SOLUTION"
-    assert len(ex_regions) == len(sol_regions)
-    assert ex_outside == sol_outside, f"exercises/{name} and solutions/{name} differ outside the marked regions"
-    for exercise, solution in zip(ex_regions, sol_regions):
-        assert f"{comment} TODO:" in exercise
-        assert "TODO" not in solution and "NotImplementedError" not in solution
+    exercise, solution = render(name)
+    regions = regions_of(name)
+    assert regions, f"{name} marks no region"
+    for region in regions:
+        stub = "".join(region.stub)
+        assert f"{comment} TODO:" in stub, f"{name}: a stub without a TODO"
         if comment == "#":
-            assert "raise NotImplementedError(" in exercise
+            assert "raise NotImplementedError(" in stub
+        assert "TODO" not in "".join(region.solution)
+    assert not any(is_marker(line) for line in solution.splitlines())
+    assert "TODO" not in solution
+
+
+@pytest.mark.parametrize("name", sorted(KEY_EXPRESSIONS))
+def test_no_exercise_contains_its_answer(name):
+    exercise, solution = render(name)
+    for key in KEY_EXPRESSIONS[name]:
+        assert _squeezed(key) not in _squeezed(exercise), f"exercises/{name} gives away {key!r}"
+
+
+def test_every_exercise_has_its_answer_listed():
+    assert set(KEY_EXPRESSIONS) <= set(sources())
+    for name, keys in KEY_EXPRESSIONS.items():
+        assert any(_squeezed(key) in _squeezed(render(name)[1]) for key in keys), name
+
+
+def test_kernel_markers_are_comment_lines_only():
+    """The marked kernels compile as without the markers: every marker is a whole // comment line."""
+    for path in KERNELS_DIR.glob("k*.cu"):
+        text = path.read_text()
+        for line in text.splitlines():
+            if is_marker(line):
+                assert line.lstrip().startswith("// "), f"{path.name}: {line!r}"
+        assert "EXERCISE:" not in without_markers(text) and "SOLUTION" not in without_markers(text)
+
+
+def test_a_plain_pair_becomes_a_source(tmp_path):
+    solution = 'def f(x):\n    """Doc."""\n    # BEGIN SOLUTION\n    return x + 1\n    # END SOLUTION\n'
+    exercise = ('def f(x):\n    """Doc."""\n    # BEGIN SOLUTION\n    # TODO: add one.\n'
+                '    raise NotImplementedError("add one")\n    # END SOLUTION\n')
+    (tmp_path / "ex.py").write_text(exercise)
+    (tmp_path / "sol.py").write_text(solution)
+    source = adopt(tmp_path / "ex.py", tmp_path / "sol.py")
+    assert "    # EXERCISE: # TODO: add one.\n" in source
+    assert exercise_text(source, "#") == exercise
+    assert solution_text(source, "#") == without_markers(solution)
+
+    for folder in ("exercises", "solutions", "sources"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "exercises" / "ex99_new.py").write_text(exercise)
+    (tmp_path / "solutions" / "ex99_new.py").write_text(solution)
+    assert adopt_plain(tmp_path, tmp_path / "sources") == ["ex99_new.py"]      # no source yet
+    (tmp_path / "solutions" / "ex99_new.py").write_text(without_markers(solution))
+    assert adopt_plain(tmp_path, tmp_path / "sources") == []                   # generated: left alone
+    (tmp_path / "solutions" / "ex99_new.py").write_text(solution.replace("x + 1", "1 + x"))
+    assert adopt_plain(tmp_path, tmp_path / "sources") == ["ex99_new.py"]      # edited by hand: taken again
+    assert "return 1 + x" in (tmp_path / "sources" / "ex99_new.py").read_text()
+
+
+@pytest.mark.parametrize("rung", ["05", "09", "10", "11"])
+def test_a_marked_kernel_compiles_exactly_as_without_its_markers(rung, tmp_path):
+    from hgemm_course.build import compile_cuda
+    from hgemm_course.ladder import get
+
+    def code(ptx: str) -> list[str]:
+        return [line for line in ptx.splitlines() if not line.lstrip().startswith((".file", ".loc", "//"))]
+
+    spec = get(rung)
+    bare = tmp_path / spec.kernel_path.name
+    bare.write_text(without_markers(spec.kernel_path.read_text()))
+    assert bare.read_text() != spec.kernel_path.read_text()
+    marked = compile_cuda(spec.kernel_path, name_expressions=spec.name_expressions, arch=spec.arch)
+    unmarked = compile_cuda(bare, name_expressions=spec.name_expressions, arch=spec.arch)
+    assert code(marked.ptx) == code(unmarked.ptx)

@@ -58,7 +58,7 @@ def record(cfg: TuneConfig, size: int, pct: float) -> dict:
 
 def test_every_tensor_core_rung_declares_a_sweep():
     assert SMEM_PER_CTA_OPTIN == BUDGET
-    assert TENSOR_CORE_RUNGS == ["03", "04", "05", "06", "07", "09", "10", "11"]
+    assert TENSOR_CORE_RUNGS == ["03", "04", "05", "06", "07", "09", "10", "11", "12"]
     assert tune.tunable_rungs() == TENSOR_CORE_RUNGS
     for rung_id in TENSOR_CORE_RUNGS:
         declared = tune.space(rung_id)
@@ -136,9 +136,9 @@ def test_sweep_accepts_the_registry_spellings_of_a_rung():
     ("11", {"consumers": [0]}, "consumers=0: tiles, stages, super tiles, clusters and consumers are counts of at least 1"),
     ("06", {"supers": [(0, 2)]}, "super tile 0x2: tiles, stages"),
     ("10", {"consumers": [1]}, "--consumers: rung 10 has no such axis (its kernel() takes no consumers); rungs that "
-                               "have one: 11."),
+                               "have one: 11, 12."),
     ("05", {"supers": [(8, 4)]}, "--supers: rung 05 has no such axis (its kernel() takes no super_mn); rungs that "
-                                 "have one: 06, 07, 09, 10, 11."),
+                                 "have one: 06, 07, 09, 10, 11, 12."),
     ("11", {"clusters": [4]}, "cluster_m=4: the kernel pairs CTAs along M"),
     ("11", {"tiles": [(96, 256)]}, "bm=96: each of the 2 consumer warpgroups"),
     ("09", {"tiles": [(128, 96)]}, "bn=96: one wgmma covers the whole tile width"),

@@ -2,9 +2,11 @@
 in a shell.
 
 Two kinds of exercise: a Python function (:data:`EXERCISES`, checked in a child process with a
-time and a memory limit, :mod:`.child`) and a kernel fragment, a whole ``.cu`` file with one
-region to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`: compiled here,
-run on a GPU in a child process).
+time and a memory limit, :mod:`.child`) and a kernel fragment, a rung's whole ``.cu`` file with
+regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`: compiled here, the
+regions run on the CPU through :mod:`.host_model` where a model can stand in for the GPU, the
+kernel run on a GPU in a child process). ``exercises/`` and ``solutions/`` are generated from one
+source per exercise by :mod:`.generate`.
 
 Every checker compares the learner's function with the course's reference over the whole
 valid domain (exhaustively, or on many random cases where the domain is large), stops at
@@ -17,8 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex07_mbarrier, ex08_occupancy
-from . import ex09_wgmma_desc, ex10_ring_parity, ex11_persistent
+from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex05_swizzle_kernel, ex06_supertile
+from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
+from . import ex11_persistent, ex11_tile_loop, ex12_streamk
 from .child import TIMEOUT_S, run_in_child
 from .feedback import CheckResult, Exercise, Failure
 from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise, check_kernel
@@ -29,14 +32,15 @@ __all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "che
 _REGISTRY: dict[str, Exercise] = {
     module.EXERCISE.name: module.EXERCISE
     for module in (ex01_naive, ex02_tiling, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex08_occupancy,
-                   ex09_wgmma_desc, ex10_ring_parity, ex11_persistent)
+                   ex09_wgmma_desc, ex10_ring_parity, ex11_persistent, ex12_streamk)
 }
 
 EXERCISES: dict[str, str] = {name: ex.description for name, ex in _REGISTRY.items()}
 """Exercise name -> one-line description, in course order (``hgemm-course check --list``)."""
 
 _KERNEL_REGISTRY: dict[str, KernelExercise] = {
-    module.EXERCISE.name: module.EXERCISE for module in (ex03_wmma, ex07_mbarrier)
+    module.EXERCISE.name: module.EXERCISE
+    for module in (ex03_wmma, ex05_swizzle_kernel, ex07_mbarrier, ex09_wgmma_loop, ex10_producer, ex11_tile_loop)
 }
 
 KERNEL_EXERCISES: dict[str, str] = {name: ex.description for name, ex in _KERNEL_REGISTRY.items()}
@@ -49,19 +53,23 @@ FIGURE_DIR = Path(tempfile.gettempdir()) / "hgemm-course-check"
 
 
 def resolve(exercise: str) -> str:
-    """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05``, ``5`` or ``swizzle``."""
+    """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05``, ``5`` or ``swizzle``.
+    A chapter has a Python exercise and may have a kernel exercise too: its number alone means the
+    Python one (``05`` is ``ex05_swizzle``); the kernel one goes by its full name or its name after the
+    number (``ex05_swizzle_kernel``, ``swizzle_kernel``)."""
     text = str(exercise).strip().lower().removesuffix(".py").removesuffix(".cu")
     if text in ALL_EXERCISES:
         return text
     for name in ALL_EXERCISES:
         if name.split("_", 1)[1] == text:
             return name
-    match = re.fullmatch(r"(?:ex)?0*(\d+)(?:_\w*)?", text)
+    match = re.fullmatch(r"(?:ex)?0*(\d+)", text)
     if match:
         number = int(match.group(1))
-        for name in ALL_EXERCISES:
-            if int(name[2:4]) == number:
-                return name
+        for names in (EXERCISES, KERNEL_EXERCISES):
+            for name in names:
+                if int(name[2:4]) == number:
+                    return name
     raise ValueError(
         f"There is no exercise {exercise!r}. The exercises are: " + ", ".join(ALL_EXERCISES) + "."
     )

@@ -8,9 +8,10 @@ much of the mma's result that spoils.
 """
 from __future__ import annotations
 
-from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, mismatch, passed_message
+from .feedback import Exercise, Failure, Learner, as_int_pair, check_extra, format_call, mismatch, passed_message
 
 FUNCTION = "ldmatrix_x4_src_row"
+EXTRA = "ldmatrix_x2_b_src_row"     # the extra question: B's fragment through ldmatrix.x2
 LANES = 32
 ROWS, CHUNKS = 16, 2  # a 16 x 16 fp16 tile: 16 rows of two 16-byte chunks
 ROW_BYTES = 32
@@ -35,8 +36,31 @@ def verify(learner: Learner) -> str:
         if got != _expected(lane):
             args = {"lane": lane}
             raise mismatch(format_call(FUNCTION, args), args, _expected(lane), got, _explain(lane, rows))
-    return passed_message(LANES, "ldmatrix.x4 fills registers 0-3 of every lane with a0..a7 of the "
-                          "m16n8k16 A fragment, so mma.sync computes A @ B")
+    extra_cases, note = check_extra(learner, EXTRA, verify_b)
+    return passed_message(LANES + extra_cases, "ldmatrix.x4 fills registers 0-3 of every lane with a0..a7 of the "
+                          "m16n8k16 A fragment, and ldmatrix.x2 b0, b1 from the transposed B tile, so mma.sync "
+                          "computes A @ B", note)
+
+
+def verify_b(learner: Learner) -> int:
+    """The extra question: ldmatrix.x2 of the transposed (8 rows n, 16 k) B tile into b0, b1."""
+    for lane in range(LANES):
+        args = {"lane": lane}
+        call = format_call(EXTRA, args)
+        expected = (lane % 8, lane // 8 % 2)
+        got = as_int_pair(learner(**args), call, args, "(row, chunk)")
+        if not (0 <= got[0] < 8 and 0 <= got[1] < CHUNKS):
+            raise mismatch(call, args, expected, got, "The transposed B tile is 8 rows n of 2 chunks: row must be "
+                           "0-7 and chunk 0 (k 0-7) or 1 (k 8-15); even lanes 16-31, whose addresses .x2 ignores, "
+                           "must give a valid one.")
+        if lane < 16 and got != expected:
+            j = lane // 8
+            raise mismatch(call, args, expected, got,
+                           f"Lane {lane} supplies row {lane % 8} of matrix {j}, which lands in register {j}: b{j}. "
+                           f"b{j} holds B[k = {8 * j} + 2 (l % 4) .. +1][n = l // 4], which is row n = l // 4, "
+                           f"elements 2 (l % 4) .. +1 of the chunk of k {8 * j}-{8 * j + 7}: matrix {j} must be "
+                           f"rows n 0-7 of chunk {j}.")
+    return LANES
 
 
 def _emulate(rows: list[tuple[int, int]]):

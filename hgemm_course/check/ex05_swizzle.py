@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .feedback import Exercise, Learner, as_int, format_call, mismatch, passed_message
+from .feedback import Exercise, Learner, as_int, check_extra, format_call, mismatch, passed_message
 
 FUNCTION = "swizzle_128b"
+EXTRA = "swizzle_64b"       # the extra question: TMA's SWIZZLE_64B on 64-byte rows
 ROWS = 256
 CHUNKS = 8  # 16-byte chunks in a 128-byte row
 DRAW_ROWS = 16
@@ -53,8 +54,31 @@ def verify(learner: Learner) -> str:
             got_row.append(got)
             if got != expected:
                 raise mismatch(call, args, expected, got, _explain(learner, row, chunk))
-    return passed_message(ROWS * CHUNKS, "chunk ^ (row % 8): any 8 consecutive rows reading the same "
-                          "logical chunk hit 8 different physical chunks, so ldmatrix is conflict-free")
+    extra_cases, note = check_extra(learner, EXTRA, verify_64b)
+    return passed_message(ROWS * CHUNKS + extra_cases, "chunk ^ (row % 8): any 8 consecutive rows reading the same "
+                          "logical chunk hit 8 different physical chunks, so ldmatrix is conflict-free; and "
+                          "SWIZZLE_64B's chunk ^ (row // 2 % 4) on 64-byte rows", note)
+
+
+def verify_64b(learner: Learner) -> int:
+    """The extra question, exhaustively over rows 0-255, against ``sim.swizzle(row, chunk, 64)``."""
+    from ..sim.swizzle import swizzle
+
+    for row in range(ROWS):
+        for chunk in range(4):
+            args = {"row": row, "chunk": chunk}
+            call = format_call(EXTRA, args)
+            got = as_int(learner(**args), call, args, "an int (a physical chunk, 0-3)")
+            expected = int(swizzle(row, chunk, 64))
+            if got != expected:
+                first = row - row % 8
+                banks = sorted({(r * 64 + int(swizzle(r, chunk, 64)) * 16) // 4 % 32 // 4 for r in range(first, first + 8)})
+                raise mismatch(call, args, expected, got,
+                               "Two 64-byte rows share one 128-byte line of banks, so rows r and r + 1 are already "
+                               "in different banks; the pattern repeats every 512 bytes, 8 rows. With TMA's map the 8 "
+                               f"rows {first}-{first + 7} put logical chunk {chunk} in bank groups {banks} (of 8): "
+                               "the reader must use the writer's map.")
+    return ROWS * 4
 
 
 def _explain(learner: Learner, row: int, chunk: int) -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .feedback import Exercise, Learner, as_int_pair, format_call, mismatch, passed_message
+from .feedback import Exercise, Learner, as_int, as_int_pair, check_extra, format_call, mismatch, passed_message
 
 FUNCTION = "supertile_decode"
+EXTRA = "supertile_slot"        # the extra question: the inverse, tile -> launch slot
 # (grid_m, grid_n, super_m, super_n)
 CASES = [(8, 8, 2, 2), (8, 8, 2, 4), (8, 8, 4, 2), (6, 9, 2, 3), (5, 7, 2, 3), (7, 5, 4, 4),
          (3, 10, 4, 4), (1, 1, 1, 1), (1, 12, 1, 4), (12, 1, 4, 1), (16, 16, 8, 8), (10, 10, 3, 4),
@@ -49,8 +50,31 @@ def verify(learner: Learner) -> str:
             if got != expected:
                 raise mismatch(format_call(FUNCTION, args), args, expected, got,
                                _explain(learner, args, expected, got))
+    extra_cases, note = check_extra(learner, EXTRA, verify_slot)
+    cases += extra_cases
     return passed_message(cases, "n runs fastest inside a super tile and super tiles go n-fastest; "
-                          "blocks of partial edge super tiles outside the grid exit")
+                          "blocks of partial edge super tiles outside the grid exit; and each tile's slot back", note)
+
+
+def verify_slot(learner: Learner) -> int:
+    """The extra question: every tile of every case back to its launch slot; the cases checked."""
+    cases = 0
+    for grid_m, grid_n, super_m, super_n in _cases():
+        shape = {"grid_m": grid_m, "grid_n": grid_n, "super_m": super_m, "super_n": super_n}
+        for block_id, tile in enumerate(_reference_order(**shape)):
+            if tile[0] < 0:
+                continue
+            args = {"bid_m": tile[0], "bid_n": tile[1], **shape}
+            call = format_call(EXTRA, args)
+            got = as_int(learner(**args), call, args, "an int (a launch slot)")
+            cases += 1
+            if got != block_id:
+                size = super_m * super_n
+                raise mismatch(call, args, block_id, got,
+                               f"Tile {tile} is in super tile (row {tile[0] // super_m}, column {tile[1] // super_n}) "
+                               f"of a grid {-(-grid_n // super_n)} super tiles wide, each launching {size} slots, "
+                               "holes included, before the next.")
+    return cases
 
 
 def _explain(learner: Learner, args: dict, expected: tuple[int, int], got: tuple[int, int]) -> str:

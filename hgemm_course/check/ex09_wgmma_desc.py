@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import random
 
-from .feedback import Exercise, Failure, Learner, as_int, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int, check_extra, format_call, passed_message
 
 FUNCTION = "wgmma_descriptor"
+EXTRA = "a_descriptor"          # the extra question: A's descriptor for other row widths
 RANDOM_CASES = 3000
 DOMAIN = 1 << 18                  # shared-memory byte addresses and offsets that the descriptor encodes
 SWIZZLE_CODES = {"none": 0, "128B": 1, "64B": 2, "32B": 3}   # PTX ISA, "Matrix Descriptor Format"
@@ -96,9 +97,33 @@ def verify(learner: Learner) -> str:
             raise Failure(f"{call} ({what}): expected {expected:#018x}, got {_hex(got)}.\n"
                           + explain(args, expected, got),
                           {"input": args, "expected": expected, "got": got})
-    return passed_message(len(cases), "start address, leading and stride byte offsets ((x & 0x3FFFF) >> 4 at "
+    checked, note = check_extra(learner, EXTRA, verify_a)
+    return passed_message(len(cases) + checked, "start address, leading and stride byte offsets ((x & 0x3FFFF) >> 4 at "
                           "bits 0, 16 and 32) and the swizzle mode (bits 62-63) all where wgmma reads them, as "
-                          "rung 09 encodes them")
+                          "rung 09 encodes them; and A's descriptors for rows of 128, 64 and 32 bytes", note)
+
+
+def verify_a(learner: Learner) -> int:
+    """The extra question over bk = 64, 32, 16, products 0-3, every k16 step, two stage addresses."""
+    checked = 0
+    for bk, swizzle in ((64, "128B"), (32, "64B"), (16, "32B")):
+        row_bytes = 2 * bk
+        for stage_addr in (1024, 1024 + 5 * 64 * row_bytes * 2):
+            for i in range(4):
+                for kk in range(bk // 16):
+                    args = {"stage_addr": stage_addr, "i": i, "kk": kk, "bk": bk}
+                    call = format_call(EXTRA, args)
+                    got = as_int(learner(**args), call, args, "an int (the 64-bit descriptor)")
+                    fields = {"smem_addr": stage_addr + i * 64 * row_bytes + kk * 32, "leading_byte_offset": 16,
+                              "stride_byte_offset": 8 * row_bytes, "swizzle": swizzle}
+                    expected = reference(**fields)
+                    checked += 1
+                    if got != expected:
+                        raise Failure(f"{call}: expected {expected:#018x}, got {_hex(got)}.\n" + explain(fields, expected, got)
+                                      + f"\nA row of bk = {bk} halves is {row_bytes} bytes: the {swizzle} swizzle, atoms "
+                                      f"of 8 rows, product i {64 * row_bytes} i bytes into the stage.",
+                                      {"input": args, "expected": expected, "got": got})
+    return checked
 
 
 def _hex(value: int) -> str:

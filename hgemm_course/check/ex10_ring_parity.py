@@ -29,9 +29,10 @@ from collections import Counter
 from typing import Callable
 
 from . import ex07_mbarrier
-from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int_pair, check_extra, format_call, passed_message
 
 FUNCTIONS = ("full_wait", "empty_wait")
+EXTRA = "persistent_full_wait"  # the extra question: the ring running on across a persistent CTA's tiles
 
 K_SLICES = 64
 STAGE_COUNTS = range(2, 9)
@@ -311,10 +312,34 @@ def verify(learner: Learner) -> str:
                     raise Failure(f"{call}: expected {expected}, got {got}.\n" + explain(fn, learners[fn], kt, stages,
                                                                                         expected, got),
                                   {"input": args, "expected": expected, "got": got})
+    extra_cases, note = check_extra(learner, EXTRA, verify_persistent)
+    checked += extra_cases
     return passed_message(checked, f"both waits of rung 10's ring for every slice kt < {K_SLICES} and "
                           f"{STAGE_COUNTS.start}-{STAGE_COUNTS.stop - 1} stages: the consumers wait for the phase "
                           "in which their slice lands, the producer for the one in which the stage's previous "
-                          "slice was freed")
+                          "slice was freed", note)
+
+
+def verify_persistent(learner: Learner) -> int:
+    """The extra question over 6 tiles of 1, 3, 4 or 7 slices and 2-6 stages; the cases checked."""
+    checked = 0
+    for stages in range(2, 7):
+        for k_tiles in (1, 3, 4, 7):
+            for tile_index in range(6):
+                for kt in range(k_tiles):
+                    args = {"tile_index": tile_index, "kt": kt, "k_tiles": k_tiles, "stages": stages}
+                    call = format_call(EXTRA, args)
+                    got = as_int_pair(learner(**args), call, args, "(stage, parity)")
+                    expected = full_wait(tile_index * k_tiles + kt, stages)
+                    checked += 1
+                    if got != expected:
+                        restarted = full_wait(kt, stages)
+                        why = (" That is the wait of a ring restarted at every tile; rung 11's is not: the producer "
+                               "already filled stages with the next tile's first slices, and the barriers have "
+                               "completed the phases of all the tiles before." if got == restarted else "")
+                        raise Failure(f"{call}: expected {expected}, got {got}.{why}",
+                                      {"input": args, "expected": expected, "got": got})
+    return checked
 
 
 def explain(fn: str, learner: Learner, kt: int, stages: int, expected, got) -> str:

@@ -19,9 +19,10 @@ import random
 from collections import Counter
 from functools import lru_cache
 
-from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int, as_int_pair, check_extra, format_call, passed_message
 
 FUNCTION = "persistent_tiles"
+EXTRA = "busiest_cta_tiles"     # the extra question: the CTA that sets the kernel's time
 # (grid_m, grid_n, super_m, super_n): small grids with holes first, so a first failure reads easily
 CASES = [(5, 3, 2, 2), (3, 5, 2, 2), (4, 4, 2, 2), (1, 1, 1, 1), (6, 9, 2, 3), (7, 5, 4, 4), (3, 10, 4, 4),
          (12, 1, 4, 1), (1, 12, 1, 4), (13, 7, 8, 4), (5, 9, 1, 1), (10, 10, 3, 4),
@@ -99,9 +100,30 @@ def verify(learner: Learner) -> str:
                         f"{format_call(FUNCTION, args)}: iteration {first}: expected {e}, got {g}.\n"
                         + explain(learner, args, expected, got, first),
                         {"input": args, "iteration": first, "expected": expected, "got": got})
+    extra_cases, note = check_extra(learner, EXTRA, verify_busiest)
+    cases += extra_cases
     return passed_message(cases, "each CTA walks launch positions cta, cta + num_ctas, ... of the super-tile "
                           "order and skips the holes of partial edge super tiles, as rung 11's loop does, on grids "
-                          "from 1 CTA to more CTAs than positions")
+                          "from 1 CTA to more CTAs than positions", note)
+
+
+def verify_busiest(learner: Learner) -> int:
+    """The extra question on every case and grid size; the cases checked."""
+    checked = 0
+    for grid_m, grid_n, super_m, super_n in _cases():
+        shape = {"grid_m": grid_m, "grid_n": grid_n, "super_m": super_m, "super_n": super_n}
+        for num_ctas in _cta_counts(len(launch_order(grid_m, grid_n, super_m, super_n))):
+            args = {"num_ctas": num_ctas, **shape}
+            call = format_call(EXTRA, args)
+            counts = [len(reference_tiles(cta, **args)) for cta in range(num_ctas)]
+            got = as_int(learner(**args), call, args, "an int (a number of tiles)")
+            checked += 1
+            if got != max(counts):
+                busiest = counts.index(max(counts))
+                raise Failure(f"{call}: expected {max(counts)}, got {got}. CTA {busiest} computes {max(counts)} tiles "
+                              f"and CTA 0 {counts[0]}: the holes fall unevenly on the CTAs.",
+                              {"input": args, "expected": max(counts), "got": got})
+    return checked
 
 
 def _short(tiles: list) -> str:
@@ -220,7 +242,6 @@ def coverage(learner: Learner, num_ctas: int, grid_m: int, grid_n: int, super_m:
 EXERCISE = Exercise(
     name="ex11_persistent",
     function=FUNCTION,
-    description="persistent grid: the tiles one CTA of rung 11 computes, walking super-tile launch positions "
-                "by gridDim.x and skipping the holes.",
+    description="persistent grid: the tiles one CTA of rung 11's persistent grid computes, in order.",
     verify=verify,
 )

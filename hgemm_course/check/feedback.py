@@ -175,3 +175,24 @@ class Exercise:
     description: str
     verify: Callable[[Learner], str]
     draw: Callable[[Callable, Path], Path] | None = field(default=None)
+
+
+def companion(learner: Learner, name: str) -> Learner | None:
+    """The learner's function ``name``, defined next to the one checked first (same file or notebook
+    namespace), for an exercise's extra question; None when there is none."""
+    func = getattr(learner.func, "__globals__", {}).get(name)
+    return Learner(func, learner.source) if callable(func) else None
+
+
+def extra_note(name: str) -> str:
+    """What a pass says when the extra question's function is not there."""
+    return f"Extra question: define {name}() next to it (the exercise file has its stub) and check again."
+
+
+def check_extra(learner: Learner, name: str, verify: Callable[[Learner], int]) -> tuple[int, str]:
+    """The extra question, when the learner has written its function ``name``: (cases checked, the note
+    for the pass message, empty unless the function is missing). ``verify`` raises Failure when wrong."""
+    extra = companion(learner, name)
+    if extra is None:
+        return 0, extra_note(name)
+    return verify(extra), ""

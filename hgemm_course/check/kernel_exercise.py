@@ -21,11 +21,14 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..paths import REPO_ROOT
 from .feedback import CheckResult, Failure
 from .loader import learner_file
+
+if TYPE_CHECKING:
+    from .generate import Region
 
 GPU_TIMEOUT_S = 120
 GPU_SHAPES = ((1000, 1000, 1000), (257, 136, 72), (384, 512, 4096))   # tails in M, N and K; a long K
@@ -66,10 +69,12 @@ class Compiled:
     registers: int
     spills: int
     opcodes: Counter = field(default_factory=Counter)
+    exercise_regions: list[Region] = field(default_factory=list)  # the exercise's regions: stubs and neighbours
 
     def regions(self) -> list[tuple[str, int]]:
-        """The learner's regions (between the BEGIN/END SOLUTION markers), each with its first line
-        number; the whole file from line 1 when the markers are gone."""
+        """The learner's regions, each with its first line number: between the BEGIN/END SOLUTION
+        markers, else (markers deleted, or a solution file) between the lines that surround each
+        region in the exercise; the whole file from line 1 when neither is found."""
         lines = self.text.splitlines()
         out, start = [], None
         for i, line in enumerate(lines):
@@ -78,17 +83,40 @@ class Compiled:
             elif line.strip() == "// END SOLUTION" and start is not None:
                 out.append(("\n".join(lines[start:i]), start + 1))
                 start = None
-        return out or [(self.text, 1)]
+        return out or self._anchored(lines) or [(self.text, 1)]
+
+    def _anchored(self, lines: list[str]) -> list[tuple[str, int]]:
+        out, pos = [], 0
+        stripped = [line.strip() for line in lines]
+        for before, after in ((r.before, r.after) for r in self.exercise_regions):
+            try:
+                start = stripped.index(before, pos) + 1
+                end = stripped.index(after, start) if after else len(lines)
+            except ValueError:
+                return []
+            out.append(("\n".join(lines[start:end]), start + 1))
+            pos = end
+        return out
+
+    def untouched(self) -> list[int]:
+        """The first lines of the regions that still hold the exercise's stub, word for word."""
+        def code(text):
+            return [line.strip() for line in text.splitlines() if line.strip()]
+        mine = self.regions()
+        if len(mine) != len(self.exercise_regions):
+            return []
+        return [first for (text, first), stub in zip(mine, self.exercise_regions) if code(text) == code("".join(stub.stub))]
 
     def todo_hint(self) -> str | None:
-        """The TODO comments left in the regions, joined into sentences, if they are still there."""
+        """The TODO comment of the first region that still has one, joined into sentences."""
         hints = []
         for region, _ in self.regions():
             lines = [line.strip().removeprefix("//").strip() for line in region.splitlines()
                      if line.strip().startswith("//")]
-            if lines and lines[0].startswith("TODO:"):
-                hints.append(" ".join([lines[0].removeprefix("TODO:").strip(), *lines[1:]]))
-        return " ".join(hints) or None
+            todo = next((i for i, line in enumerate(lines) if line.startswith("TODO:")), None)
+            if todo is not None:
+                hints.append(" ".join([lines[todo].removeprefix("TODO:").strip(), *lines[todo + 1:]]))
+        return hints[0] if hints else None
 
 
 def display_path(path: Path) -> str:
@@ -134,6 +162,7 @@ def compile_learner(exercise: KernelExercise, path: Path) -> Compiled:
     at the learner's file and line."""
     from ..build import CompileError, compile_cuda
     from ..ladder import get
+    from .generate import regions_of
 
     rung = get(exercise.rung)
     path = Path(path)
@@ -152,7 +181,7 @@ def compile_learner(exercise: KernelExercise, path: Path) -> Compiled:
     resources = module.resources_of(expression)
     kernel_ptx = entry_ptx(module.ptx, module.lowered.get(expression, expression))
     return Compiled(path, path.read_text(), module.ptx, kernel_ptx, resources.registers, resources.spills,
-                    opcode_counts(kernel_ptx))
+                    opcode_counts(kernel_ptx), regions_of(exercise.file_name))
 
 
 def _compile_message(exc, path: Path, shown: str) -> str:
@@ -191,6 +220,14 @@ def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
                 message += (f"\nThe {where} not written yet (the TODO is still there)."
                             f"\nHint: {hint}")
             raise Failure(message, {"input": shown, "expected": rule.instruction, "got": "absent"})
+    untouched = compiled.untouched()
+    if untouched:
+        where = f"region at line {untouched[0]} is" if len(untouched) == 1 else \
+            f"regions at lines {', '.join(map(str, untouched))} are"
+        hint = compiled.todo_hint()
+        raise Failure(f"{shown}: the {where} not written yet (the exercise's placeholder is still there)."
+                      + (f"\nHint: {hint}" if hint else ""),
+                      {"input": shown, "expected": "your code in the marked regions", "got": "the placeholder"})
     notes = [f"compiles for sm_90a: {compiled.registers} registers, no spills",
              "PTX has " + ", ".join(f"{count(compiled.opcodes, r.instruction)} x {r.instruction}"
                                     for r in exercise.ptx_rules)]

@@ -59,3 +59,42 @@ struct SmemCheck {
 };
 template <typename Layout, int LAUNCH_BYTES>
 __device__ const int launch_smem_bytes = SmemCheck<Layout, LAUNCH_BYTES>::bytes;
+
+// ---- the dynamic shared memory of the cp.async rungs (03-06) -----------------------------------------
+// Their 16-byte cp.async chunks need no more alignment than dynamic shared memory always has, so the
+// launcher asks for exactly sizeof(struct) and checks that figure at compile time (launch_smem_bytes_exact).
+
+// The shared memory of a kernel that needs no alignment beyond the start of dynamic shared memory, as a T.
+template <typename T>
+__device__ __forceinline__ T& smem_as(unsigned char* smem) {
+    return *reinterpret_cast<T*>(smem);
+}
+
+// The ring of rungs 03 and 04: STAGES k-slices of A and B, every row padded by PAD halves so the 8 rows
+// of a tensor-core load start in 8 different groups of 4 banks.
+template <int BM, int BN, int BK, int STAGES, int PAD>
+struct PaddedStages {
+    enum : int {                                    // (an enum: constants that take no device memory)
+        A_LD = BK + PAD,                            // halves per padded A row
+        B_LD = BN + PAD,                            // halves per padded B row
+    };
+    half a[STAGES][BM * A_LD];                      // (BM, BK) halves per stage, rows padded to A_LD
+    half b[STAGES][BK * B_LD];                      // (BK, BN) halves per stage, rows padded to B_LD
+};
+
+// The ring of rungs 05 and 06: the same k-slices without padding, every 128-byte row 128B-swizzled.
+template <int BM, int BN, int BK, int STAGES>
+struct SwizzledStages {
+    half a[STAGES][BM * BK];                        // (BM, BK) halves per stage, swizzled
+    half b[STAGES][BK * BN];                        // BN / 64 panels of (BK, 64) halves per stage, swizzled
+};
+
+// launch_smem_bytes for these structs: compiling fails when the launcher's figure is not exactly the layout.
+template <typename Layout, int LAUNCH_BYTES>
+struct SmemCheckExact {
+    static_assert(sizeof(Layout) == LAUNCH_BYTES,
+                  "the launcher's smem_bytes is not sizeof(the kernel's shared-memory struct)");
+    static constexpr int bytes = LAUNCH_BYTES;
+};
+template <typename Layout, int LAUNCH_BYTES>
+__device__ const int launch_smem_bytes_exact = SmemCheckExact<Layout, LAUNCH_BYTES>::bytes;

@@ -21,13 +21,13 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
     constexpr int K_STEPS = BK / 16;                  // mma k-steps per slice
     constexpr int COPY_PARTS = K_STEPS - 1;           // pieces a slice's copies are issued in
     static_assert(K_STEPS % 2 == 0, "BK must be a multiple of 32: the two fragment buffers alternate k-steps");
+    using Ring = SwizzledStages<BM, BN, BK, STAGES>;  // 128-byte rows, swizzled (common.cuh)
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
+    constexpr int A_STAGE = sizeof(Ring::a[0]);       // bytes of one A stage
+    constexpr int B_STAGE = sizeof(Ring::b[0]);       // bytes of one B stage
 
     extern __shared__ __align__(128) unsigned char smem[];
-    const unsigned a_smem = smem_u32(smem);           // STAGES x (BM, BK) halves, swizzled
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
+    auto& ring = smem_as<Ring>(smem);                 // the STAGES k-slices of A and B
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -50,8 +50,8 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
     // the copies go out without the guards.
     auto load_tile = [&](int stage, int kt, int part) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
 #pragma unroll
         for (int it = part; it < BM * BK / 8 / THREADS; it += COPY_PARTS) {
             const int idx = it * THREADS + tid;
@@ -59,7 +59,12 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             const int chunk = idx % (BK / 8);
             const bool inside = WHOLE_TILES || (m0 + row < M && k0 + chunk * 8 < K);
             const half* src = inside ? a_tile + static_cast<size_t>(row) * K + k0 + chunk * 8 : A;
+            // BEGIN SOLUTION
+            // EXERCISE: // TODO: where chunk (row, chunk) of A goes in the (BM, BK) stage: one 128-byte row per row of A (BK = 64
+            // EXERCISE: // halves), its 8 chunks placed so that the ldmatrix reads below hit no bank twice (swizzle.cuh).
+            // EXERCISE: cp_async_16_zfill(a_stage + row * 128 + chunk * 16, src, inside ? 16 : 0);
             cp_async_16_zfill(a_stage + swizzle_128b(row, chunk), src, inside ? 16 : 0);
+            // END SOLUTION
         }
 #pragma unroll
         for (int it = part; it < BK * BN / 8 / THREADS; it += COPY_PARTS) {
@@ -68,24 +73,51 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             const int chunk = idx % (BN / 8);
             const bool inside = WHOLE_TILES || (k0 + row < K && n0 + chunk * 8 < N);
             const half* src = inside ? b_tile + static_cast<size_t>(k0 + row) * N + chunk * 8 : B;
+            // BEGIN SOLUTION
+            // EXERCISE: // TODO: where chunk (row, chunk) of B goes in the (BK, BN) stage. A row of B is BN halves, longer than
+            // EXERCISE: // one 128-byte swizzle row: the stage holds B as BN / 64 panels of (BK, 64) halves, B_PANEL bytes each.
+            // EXERCISE: cp_async_16_zfill(b_stage + row * BN * 2 + chunk * 16, src, inside ? 16 : 0);
             cp_async_16_zfill(b_stage + (chunk / 8) * B_PANEL + swizzle_128b(row, chunk % 8), src, inside ? 16 : 0);
+            // END SOLUTION
         }
     };
 
+    // BEGIN SOLUTION
+    // EXERCISE: // TODO: this lane's ldmatrix row address, relative to a stage, for k-step 0 and fragment 0 of its warp:
+    // EXERCISE: // for A (ldmatrix_x4) row warp_m * WM + lane % 16 at k-chunk lane / 16; for B (ldmatrix_x4_trans) k-row
+    // EXERCISE: // lane % 16 at the n-chunk (warp_n * WN) / 8 + lane / 16 of the stage, in the layout the stores above write.
+    // EXERCISE: const unsigned a_lane = (warp_m * WM + lane % 16) * 128 + (lane / 16) * 16;
+    // EXERCISE: const unsigned b_lane = (lane % 16) * BN * 2 + ((warp_n * WN) / 8 + lane / 16) * 16;
+    // EXERCISE:
     // ldmatrix row addresses of this lane, relative to a stage: A rows lane % 16 at k-chunk
     // lane / 16; B k-rows lane % 16 at n-chunk lane / 16. Swizzled once here: moving 16 rows
     // keeps row % 8, and moving 16 halves (2 chunks) along a row is an XOR with 32 bytes.
     const unsigned a_lane = swizzle_128b(warp_m * WM + lane % 16, lane / 16);
     const unsigned b_lane = (warp_n * WN / 64) * B_PANEL + swizzle_128b(lane % 16, (warp_n * WN % 64) / 8 + lane / 16);
 
+    // END SOLUTION
     float acc[FRAG_M][FRAG_N][4] = {};                // (WM, WN) fp32 accumulators of this warp
     unsigned a_frag[2][FRAG_M][4];                    // 2 buffers x FRAG_M x (16, 16) halves of A
     unsigned b_frag[2][FRAG_N][2];                    // 2 buffers x FRAG_N x (16, 8) halves of B
 
     // The fragments of k-step kk of the slice in `stage`, into fragment buffer `buf`.
     auto load_fragments = [&](int buf, int stage, int kk) {
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
+        // BEGIN SOLUTION
+        // EXERCISE: // TODO: fragment i of A at k-step kk starts 16 i rows and 2 kk chunks from the lane's address; the B
+        // EXERCISE: // fragment pair j starts 16 kk k-rows and 2 j chunks from it. Which of these moves keeps a row's
+        // EXERCISE: // swizzle pattern, and what does a move of whole chunks along a swizzled row do to the address?
+        // EXERCISE: #pragma unroll
+        // EXERCISE: for (int i = 0; i < FRAG_M; ++i) {
+        // EXERCISE:     ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],
+        // EXERCISE:                 a_stage + a_lane + kk * 32 + i * 16 * 128);
+        // EXERCISE: }
+        // EXERCISE: #pragma unroll
+        // EXERCISE: for (int j = 0; j < FRAG_N / 2; ++j) {
+        // EXERCISE:     ldmatrix_x4_trans(b_frag[buf][2 * j][0], b_frag[buf][2 * j][1], b_frag[buf][2 * j + 1][0],
+        // EXERCISE:                       b_frag[buf][2 * j + 1][1], b_stage + b_lane + j * 32 + kk * 16 * 128);
+        // EXERCISE: }
 #pragma unroll
         for (int i = 0; i < FRAG_M; ++i) {
             ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],
@@ -96,6 +128,7 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             ldmatrix_x4_trans(b_frag[buf][2 * j][0], b_frag[buf][2 * j][1], b_frag[buf][2 * j + 1][0],
                               b_frag[buf][2 * j + 1][1], b_stage + (b_lane ^ (j * 32)) + kk * 16 * 128);
         }
+        // END SOLUTION
     };
 
     // ---- prologue: fill STAGES - 1 stages, then load the first k-step's fragments ----------

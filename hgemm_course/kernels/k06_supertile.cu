@@ -22,13 +22,13 @@ k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __re
     constexpr int K_STEPS = BK / 16;                  // mma k-steps per slice
     constexpr int COPY_PARTS = K_STEPS - 1;           // pieces a slice's copies are issued in
     static_assert(K_STEPS % 2 == 0, "BK must be a multiple of 32: the two fragment buffers alternate k-steps");
+    using Ring = SwizzledStages<BM, BN, BK, STAGES>;  // 128-byte rows, swizzled (common.cuh)
     constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
-    constexpr int A_STAGE = BM * BK * 2;              // bytes of one A stage
-    constexpr int B_STAGE = BK * BN * 2;              // bytes of one B stage
+    constexpr int A_STAGE = sizeof(Ring::a[0]);       // bytes of one A stage
+    constexpr int B_STAGE = sizeof(Ring::b[0]);       // bytes of one B stage
 
     extern __shared__ __align__(128) unsigned char smem[];
-    const unsigned a_smem = smem_u32(smem);           // STAGES x (BM, BK) halves, swizzled
-    const unsigned b_smem = a_smem + STAGES * A_STAGE; // STAGES x BN / 64 x (BK, 64) halves, swizzled
+    auto& ring = smem_as<Ring>(smem);                 // the STAGES k-slices of A and B
 
     const int tid = threadIdx.x;
     const int lane = tid % 32;
@@ -58,8 +58,8 @@ k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __re
     // the copies go out without the guards.
     auto load_tile = [&](int stage, int kt, int part) {
         const int k0 = kt * BK;
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
 #pragma unroll
         for (int it = part; it < BM * BK / 8 / THREADS; it += COPY_PARTS) {
             const int idx = it * THREADS + tid;
@@ -92,8 +92,8 @@ k06_supertile(const half* __restrict__ A, const half* __restrict__ B, half* __re
 
     // The fragments of k-step kk of the slice in `stage`, into fragment buffer `buf`.
     auto load_fragments = [&](int buf, int stage, int kk) {
-        const unsigned a_stage = a_smem + stage * A_STAGE;   // (BM, BK) halves
-        const unsigned b_stage = b_smem + stage * B_STAGE;   // (BK, BN) halves
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
 #pragma unroll
         for (int i = 0; i < FRAG_M; ++i) {
             ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],

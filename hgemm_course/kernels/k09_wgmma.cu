@@ -63,6 +63,18 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
         }
     };
 
+    // BEGIN SOLUTION
+    // EXERCISE: // TODO: the shared-memory descriptors of a stage's operands, for the products below.
+    // EXERCISE: //   desc_a(a_stage, i, kk): A's rows 64 i .. 64 i + 63 (product i), k16 step kk of the slice;
+    // EXERCISE: //   desc_b(b_stage, kk):    B's k-rows 16 kk .. 16 kk + 15, all BN columns.
+    // EXERCISE: // TMA stored both as 128B-swizzled (BK = 64 halves = 128 bytes per row): A (BM, BK) row-major, so
+    // EXERCISE: // K-major; B (BK, BN) as BN / 64 panels of (BK, 64) halves, B_PANEL bytes each, so MN-major.
+    // EXERCISE: // wgmma_desc_128b(start, leading offset, stride offset) (wgmma.cuh) encodes one; the swizzle
+    // EXERCISE: // repeats every WGMMA_SWIZZLE_ATOM_BYTES (8 rows of 128 bytes) and the hardware applies it to
+    // EXERCISE: // the final addresses, so a step inside a tile only moves the start. Work out, in bytes, where
+    // EXERCISE: // each product and each k16 step starts and how far apart the atoms and the panels lie.
+    // EXERCISE: auto desc_a = [&](unsigned a_stage, int i, int kk) { return 0ull; };
+    // EXERCISE: auto desc_b = [&](unsigned b_stage, int kk) { return 0ull; };
     // Shared-memory descriptors of a stage's operands (wgmma.cuh), the swizzle being TMA's own.
     // A (BM, BK) is K-major: 128-byte rows along K, 8-row atoms 1024 bytes apart along M; a k16
     // step moves the start 32 bytes along the rows, product i starts 64 rows (8192 bytes) down.
@@ -75,6 +87,7 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
     auto desc_b = [&](unsigned b_stage, int kk) {
         return wgmma_desc_128b(b_stage + kk * 16 * 128, B_PANEL, WGMMA_SWIZZLE_ATOM_BYTES);
     };
+    // END SOLUTION
 
     float acc[FRAG_M][FRAG_N][4] = {};                // (BM, BN) fp32 accumulators of the warpgroup
 
@@ -107,6 +120,14 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
 
         const unsigned a_stage = smem_u32(ring.a[kt % STAGES]);   // (BM, BK) halves
         const unsigned b_stage = smem_u32(ring.b[kt % STAGES]);   // (BK, BN) halves
+        // BEGIN SOLUTION
+        // EXERCISE: // TODO: multiply slice kt: BK / 16 k16 steps of FRAG_M products (64, BN) each,
+        // EXERCISE: //   wgmma_m64nNk16<BN, WgmmaMajor::K, WgmmaMajor::MN>(acc[i], desc_a(..), desc_b(..), scale_d),
+        // EXERCISE: // issued asynchronously by the whole warpgroup. Before the first product the warpgroup's earlier
+        // EXERCISE: // accesses to the accumulators must be ordered before wgmma's; the products of the slice
+        // EXERCISE: // form one group. The code after this region frees slice kt - 1's stage: leave the loop with
+        // EXERCISE: // as much work in flight as that allows, no more (wgmma.cuh: wgmma_fence, wgmma_commit_group,
+        // EXERCISE: // wgmma_wait_group<N>).
         wgmma_fence();                                // the accumulators are settled before wgmma reads them
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
@@ -118,6 +139,7 @@ k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restri
         }
         wgmma_commit_group();
         wgmma_wait_group<1>();                        // slice kt - 1's products are done; slice kt's run on
+        // END SOLUTION
         __syncwarp();
         if (kt > 0 && lane == 0) mbar_arrive(smem_u32(&ring.empty[(kt - 1) % STAGES]));
     }

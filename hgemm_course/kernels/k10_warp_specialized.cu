@@ -101,6 +101,15 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
 
     if (warpgroup == 0) {
         // ---- producer: one thread keeps the ring full, the warpgroup's registers go back ----
+        // BEGIN SOLUTION
+        // EXERCISE: // TODO: the producer warpgroup. It computes nothing, so it keeps only PRODUCER_REGS registers
+        // EXERCISE: // per thread and hands the rest back for the consumers (setmaxnreg.cuh; setmaxnreg is
+        // EXERCISE: // .sync.aligned: every thread of the warpgroup executes it). Then one thread loads every slice
+        // EXERCISE: // kt < k_tiles into stage kt % STAGES with load_tile(stage, kt), which arms full[stage]. A stage
+        // EXERCISE: // may be refilled only after the consumers have released the slice that used it before:
+        // EXERCISE: // empty[s] completes one phase per release (phases 0, 1, 2, ...), and
+        // EXERCISE: // mbar_wait_parity(smem_u32(&ring.empty[s]), p) returns once the latest completed phase has
+        // EXERCISE: // parity p (on a barrier with no completed phase, a wait for parity 1 returns at once).
         warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (tid == 0) {
             for (int kt = 0; kt < k_tiles; ++kt) {
@@ -108,9 +117,15 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
                 load_tile(kt % STAGES, kt);
             }
         }
+        // END SOLUTION
     } else {
+        // BEGIN SOLUTION
+        // EXERCISE: // ---- consumers: wait for slice kt, compute this warpgroup's half, free a stage ----------
+        // EXERCISE: // TODO: the consumer warpgroups hold up to 128 fp32 accumulators each per thread: take the
+        // EXERCISE: // registers the producer gave back, up to CONSUMER_REGS per thread.
         // ---- consumers: wait for slice kt, compute this warpgroup's half, free slice kt - 1 ----
         warpgroup_reg_alloc<CONSUMER_REGS>();
+        // END SOLUTION
         const int consumer = warpgroup - 1;           // rows consumer * BM / 2.. of the tile
         float acc[FRAG_M][FRAG_N][4] = {};            // (BM / 2, BN) fp32 accumulators of the warpgroup
 
@@ -129,9 +144,16 @@ k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, hal
                 }
             }
             wgmma_commit_group();
+            // BEGIN SOLUTION
+            // EXERCISE: // TODO: let the products run on, and release the stage whose products are done.
+            // EXERCISE: // wgmma_wait_group<N> returns once at most N committed groups are still running; a group
+            // EXERCISE: // still running may read its stage. empty[s] was initialised for one arrival per consumer
+            // EXERCISE: // warp ((THREADS - 128) / 32); mbar_arrive(smem_u32(&ring.empty[s])) is one arrival.
+            // EXERCISE: wgmma_wait_group<0>();                    // correct but slow: nothing stays in flight
             wgmma_wait_group<1>();                    // slice kt - 1's products are done; slice kt's run on
             __syncwarp();
             if (kt > 0 && lane == 0) mbar_arrive(smem_u32(&ring.empty[(kt - 1) % STAGES]));
+            // END SOLUTION
         }
         wgmma_wait_group<0>();                        // the last slice's products
 

@@ -177,9 +177,18 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (tid == 0) {
             int it = 0;                               // k-slices loaded by this CTA so far, over all its tiles
+            // BEGIN SOLUTION
+            // EXERCISE: // TODO: walk this cluster's share of the launch positions, one tile per pass of the loop body
+            // EXERCISE: // (which the code below closes). `tiles` launch positions cover whole super tiles, so the edge
+            // EXERCISE: // ones hold positions outside the grid; tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n) decodes
+            // EXERCISE: // position t into a cluster tile. Every cluster tile must be computed by exactly one cluster, and
+            // EXERCISE: // both CTAs of a cluster take the same positions. The producer's walk and the consumers' must be the same.
+            // EXERCISE: {                                                 // one pass, over cluster tile (0, 0) only
+            // EXERCISE:     const int2 tile = {0, 0};
             for (int t = cluster; t < tiles; t += clusters) {
                 const int2 tile = tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n);
                 if (tile.x >= grid_cm || tile.y >= grid_n) continue;  // the edge super tiles are not full
+            // END SOLUTION
                 for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                     if (it >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[it % STAGES]), (it / STAGES - 1) % 2);
                     load_tile(it % STAGES, kt, (tile.x * CLUSTER_M + rank) * BM, tile.y * BN);
@@ -194,9 +203,18 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         float acc[FRAG_M][FRAG_N][4];                 // (C_ROWS, BN) fp32 accumulators of the warpgroup
 
         int it = 0;                                   // k-slices consumed by this CTA so far, over all its tiles
+        // BEGIN SOLUTION
+        // EXERCISE: // TODO: walk this cluster's share of the launch positions, one tile per pass of the loop body
+        // EXERCISE: // (which the code below closes). `tiles` launch positions cover whole super tiles, so the edge
+        // EXERCISE: // ones hold positions outside the grid; tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n) decodes
+        // EXERCISE: // position t into a cluster tile. Every cluster tile must be computed by exactly one cluster, and
+        // EXERCISE: // both CTAs of a cluster take the same positions. The consumers' walk and the producer's must be the same.
+        // EXERCISE: {                                                 // one pass, over cluster tile (0, 0) only
+        // EXERCISE:     const int2 tile = {0, 0};
         for (int t = cluster; t < tiles; t += clusters) {
             const int2 tile = tile_of<SUPER_CM, SUPER_N>(t, grid_cm, grid_n);
             if (tile.x >= grid_cm || tile.y >= grid_n) continue;  // the edge super tiles are not full
+        // END SOLUTION
             const int m0 = (tile.x * CLUSTER_M + rank) * BM;  // past M when grid_m is odd: A arrives as zeros,
             const int n0 = tile.y * BN;                   // and TMA stores nothing of that tile
 #pragma unroll

@@ -27,6 +27,8 @@ class TemplateKernel:
     arch: str = DEFAULT_ARCH
     smem_layout: str | None = None       # the C++ struct the kernel lays its shared memory out as, e.g.
                                          # "TmaRing<128, 128, 64, 3>" (kernels/common.cuh)
+    smem_aligned: bool = True            # smem_bytes holds SMEM_ALIGN bytes of slack besides the struct, for
+                                         # aligned_smem (the TMA rungs); False: the struct alone (smem_as, 03-06)
 
     @property
     def name_expression(self) -> str:
@@ -35,9 +37,13 @@ class TemplateKernel:
 
     @property
     def smem_check(self) -> str | None:
-        """A name expression that compiles only if ``smem_bytes`` is SMEM_ALIGN + sizeof(``smem_layout``):
-        the launcher's budget and the kernel's struct cannot disagree (common.cuh, launch_smem_bytes)."""
-        return f"&launch_smem_bytes<{self.smem_layout}, {self.smem_bytes}>" if self.smem_layout else None
+        """A name expression that compiles only if ``smem_bytes`` is sizeof(``smem_layout``), plus SMEM_ALIGN
+        where the kernel aligns the struct (``smem_aligned``): the launcher's budget and the kernel's struct
+        cannot disagree (common.cuh, launch_smem_bytes and launch_smem_bytes_exact)."""
+        if not self.smem_layout:
+            return None
+        check = "launch_smem_bytes" if self.smem_aligned else "launch_smem_bytes_exact"
+        return f"&{check}<{self.smem_layout}, {self.smem_bytes}>"
 
     def compile(self) -> CompiledModule:
         names = (self.name_expression, self.smem_check) if self.smem_layout else (self.name_expression,)

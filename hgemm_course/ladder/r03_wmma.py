@@ -9,16 +9,24 @@ from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv
 
 SOURCE = "k03_wmma.cu"
 PAD = 8                                   # halves added to every shared row (the kernel's A_LD, B_LD)
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): 256x128 s3 and 128x256 s3 tie (40.6% vs 40.7% of cuBLAS
-# at 8192); 256x128 keeps the tile of rungs 04-07.
+# Measured by `hgemm-course tune 03` on the H200 (results/tune_nvidia-h200_20261201T085406_305ace.json; % of cuBLAS
+# at 4096^3 / 8192^3): 256x128 with 3 stages 37.9 / 38.9, 128x256 with 3 stages 38.5 / 39.0, a tie within
+# 0.6 points; 256x128 keeps the tile of rungs 04-07.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=3)
 # `hgemm-course tune 03` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(2, 3, 4, 5))
 
 
 def smem_bytes(t: MmaTiles) -> int:
-    """Dynamic shared memory: ``stages`` padded (bm, bk) A tiles and (bk, bn) B tiles."""
+    """Dynamic shared memory: ``stages`` padded (bm, bk) A tiles and (bk, bn) B tiles, the kernel's
+    PaddedStages (kernels/common.cuh). Compiling the kernel checks this figure against its sizeof
+    (TemplateKernel.smem_check)."""
     return t.stages * (t.bm * (t.bk + PAD) + t.bk * (t.bn + PAD)) * 2
+
+
+def padded_stages(t: MmaTiles) -> str:
+    """The C++ type of the kernel's shared memory for these tiles (PaddedStages, kernels/common.cuh)."""
+    return f"PaddedStages<{t.bm}, {t.bn}, {t.bk}, {t.stages}, {PAD}>"
 
 
 @lru_cache(maxsize=None)
@@ -26,7 +34,8 @@ def kernel(tiles: MmaTiles = TILES) -> TemplateKernel:
     smem = smem_bytes(tiles)
     tiles.check(smem)
     return TemplateKernel(SOURCE, "k03_wmma", tiles.template_args, tiles.threads, smem,
-                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)),
+                          smem_layout=padded_stages(tiles), smem_aligned=False)
 
 
 def launch(a, b, c, tiles: MmaTiles = TILES) -> None:

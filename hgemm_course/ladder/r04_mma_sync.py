@@ -6,11 +6,12 @@ from functools import lru_cache
 
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require
-from .r03_wmma import PAD, smem_bytes  # noqa: F401 (PAD: the same padded rows as rung 03, for readers)
+from .r03_wmma import PAD, padded_stages, smem_bytes  # noqa: F401 (PAD: the same padded rows as rung 03, for readers)
 
 SOURCE = "k04_mma_sync.cu"
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): the tile and stage variants lie within 3 points of
-# each other (41.8-42.9% of cuBLAS at 8192); 256x128 with 4 stages is the tile of rungs 05-07.
+# Measured by `hgemm-course tune 04` on the H200 (results/tune_nvidia-h200_20261201T085422_cec01e.json; % of cuBLAS
+# at 4096^3 / 8192^3): 256x128 with 4 stages 52.7 / 50.1, 128x256 with 4 stages 55.2 / 54.8. The default stays
+# 256x128 with 4 stages, the tile of rungs 05-07, though 128x256 measured faster.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 # `hgemm-course tune 04` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(2, 3, 4, 5))
@@ -23,7 +24,8 @@ def kernel(tiles: MmaTiles = TILES, whole_tiles: bool = False) -> TemplateKernel
     require(tiles.wn % 16 == 0, f"wn={tiles.wn}: B fragments come in pairs of n8 tiles (one ldmatrix.x4.trans "
                                 "covers 16 columns), so wn must be a multiple of 16.")
     return TemplateKernel(SOURCE, "k04_mma_sync", (*tiles.template_args, whole_tiles), tiles.threads, smem,
-                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)),
+                          smem_layout=padded_stages(tiles), smem_aligned=False)
 
 
 def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES) -> TemplateKernel:

@@ -8,16 +8,24 @@ from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require
 
 SOURCE = "k05_swizzle.cu"
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt and round 1): 256x128 with 4 stages was the fastest
-# swizzled tile in both runs (49.8% and 51.5% of cuBLAS at 8192).
+# Measured by `hgemm-course tune 05` on the H200 (results/tune_nvidia-h200_20261201T085438_e86c3f.json; % of cuBLAS
+# at 4096^3 / 8192^3): 256x128 with 4 stages 56.6 / 60.3, with 3 stages 56.4 / 53.0; 5 stages (245760 bytes of
+# shared memory) do not fit.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 # `hgemm-course tune 05` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5))
 
 
 def smem_bytes(t: MmaTiles) -> int:
-    """Dynamic shared memory: ``stages`` dense (bm, bk) A tiles and (bk, bn) B tiles."""
+    """Dynamic shared memory: ``stages`` dense (bm, bk) A tiles and (bk, bn) B tiles, the kernel's
+    SwizzledStages (kernels/common.cuh). Compiling the kernel checks this figure against its sizeof
+    (TemplateKernel.smem_check)."""
     return t.stages * (t.bm * t.bk + t.bk * t.bn) * 2
+
+
+def swizzled_stages(t: MmaTiles) -> str:
+    """The C++ type of the kernel's shared memory for these tiles (SwizzledStages, kernels/common.cuh)."""
+    return f"SwizzledStages<{t.bm}, {t.bn}, {t.bk}, {t.stages}>"
 
 
 def check_swizzle(tiles: MmaTiles) -> None:
@@ -37,7 +45,8 @@ def kernel(tiles: MmaTiles = TILES, whole_tiles: bool = False) -> TemplateKernel
     tiles.check(smem)
     check_swizzle(tiles)
     return TemplateKernel(SOURCE, "k05_swizzle", (*tiles.template_args, whole_tiles), tiles.threads, smem,
-                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)))
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)),
+                          smem_layout=swizzled_stages(tiles), smem_aligned=False)
 
 
 def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES) -> TemplateKernel:

@@ -6,11 +6,12 @@ from functools import lru_cache
 
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require
-from .r05_swizzle import check_swizzle, smem_bytes
+from .r05_swizzle import check_swizzle, smem_bytes, swizzled_stages
 
 SOURCE = "k06_supertile.cu"
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): rung 05's tile; 8x4 super tiles (2048 rows of A,
-# 512 columns of B) were the fastest of six shapes at 8192 (50.6% of cuBLAS; row-major order 48.1%).
+# Measured by `hgemm-course tune 06` on the H200 (results/tune_nvidia-h200_20261201T085501_aba8d4.json; % of cuBLAS
+# at 4096^3 / 8192^3), rung 05's tile: 8x4 super tiles (2048 rows of A, 512 columns of B) 56.4 / 56.2, the best
+# geometric mean; 16x2 56.2 / 54.1; 1x64 (row-major order) 56.8 / 54.5.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 06` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
@@ -33,7 +34,8 @@ def kernel(tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER,
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     args = (*tiles.template_args, *super_mn, whole_tiles)
     return TemplateKernel(SOURCE, "k06_supertile", args, tiles.threads, smem,
-                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn))
+                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn),
+                          smem_layout=swizzled_stages(tiles), smem_aligned=False)
 
 
 def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> TemplateKernel:

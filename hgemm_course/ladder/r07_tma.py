@@ -11,8 +11,9 @@ from .r05_swizzle import check_swizzle
 from .r06_supertile import grid_1d
 
 SOURCE = "k07_tma.cu"
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_round2_table.txt): rung 06's tile and super tile; every 128x256 and
-# 256x128 variant with 3 or 4 stages lay between 58% and 63% of cuBLAS at 8192, within run-to-run noise.
+# Measured by `hgemm-course tune 07` on the H200 (results/tune_nvidia-h200_20261201T085515_bdc58e.json; % of cuBLAS
+# at 4096^3 / 8192^3), 4 stages and 8x4 super tiles: 256x128 61.0 / 61.6, 128x256 60.5 / 66.2. The default stays
+# rung 06's tile and super tile, though 128x256 measured faster at 8192^3.
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 07` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.

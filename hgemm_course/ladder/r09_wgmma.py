@@ -57,9 +57,10 @@ class WgmmaTiles:
                 "a CTA can have on sm_90; use fewer stages or smaller tiles.")
 
 
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_hopper_round{1,2}_table.txt): 3 stages
-# (98 KiB) let 2 CTAs share an SM, so one CTA's wgmmas run while the other waits for its TMA: 82-90% of
-# cuBLAS at 2048-8192 against 76-84% for 4 stages (1 CTA/SM), 75-80% for 5, and 72-76% for 64x256 tiles.
+# Measured by `hgemm-course tune 09` on the H200 (results/tune_nvidia-h200_20261201T085529_23712d.json; % of cuBLAS
+# at 4096^3 / 8192^3), 128x128 tiles and 16x2 super tiles: 3 stages 78.0 / 86.7, 4 stages 78.6 / 85.5 (geometric
+# means 82.3 and 82.0). 3 stages (98 KiB) let 2 CTAs share an SM, so one CTA's wgmmas can run while the other
+# waits for its TMA.
 TILES = WgmmaTiles(bm=128, bn=128, bk=64, stages=3)
 SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 09` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.

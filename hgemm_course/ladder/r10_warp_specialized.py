@@ -63,9 +63,10 @@ class WarpSpecializedTiles(WgmmaTiles):
                 "a CTA can have on sm_90; use fewer stages or smaller tiles.")
 
 
-# Chosen by measurement on the H200 (results/tuning/2026-11-29_h200_hopper_r10_round{1,2}_table.txt): 128x256 (each
-# consumer 64x256, one m64n256k16 per k16 step) with 4 stages (194 KiB): 95-97% of cuBLAS at 8192 and 88-90% at 4096;
-# 3 stages, 256x128 and super tile 8x4 lay within 3% of it, 128x128 with 6 stages 4-7% below.
+# Measured by `hgemm-course tune 10` on the H200 (results/tune_nvidia-h200_20261201T085619_a09214.json; % of cuBLAS
+# at 4096^3 / 8192^3), 4 stages and 16x2 super tiles: 128x256 (each consumer 64x256, one m64n256k16 per k16 step;
+# 194 KiB) 88.9 / 99.5, 256x128 87.4 / 106.7, the latter's 8192^3 figure against a cuBLAS that ran at 669 TFLOP/s
+# in its pairing (725 in 128x256's). The default stays 128x256, the tile rung 11 builds on.
 TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=4)
 SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 10` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.

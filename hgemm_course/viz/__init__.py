@@ -8,8 +8,11 @@ from .fragments import fragments_data, fragments_figure
 from .ladder import ladder_data, ladder_figure, ladder_grid_data
 from .memory import banks_data, banks_figure, swizzle_data, swizzle_figure
 from .occupancy import occupancy_data, occupancy_figure
+from .pipeline import pipeline_data, pipeline_figure
 from .roofline import roofline_data, roofline_figure
 from .schedule import cta_order_data, cta_order_figure, l2_supertile_data, l2_supertile_figure
+from .sweep import shape_sweep_data, shape_sweep_figure
+from .waves import waves_data, waves_figure
 
 FIGURES = {
     "swizzle": swizzle_figure,
@@ -20,10 +23,15 @@ FIGURES = {
     "fragments": fragments_figure,
     "ladder": ladder_figure,
     "roofline": roofline_figure,
+    "pipeline": pipeline_figure,
+    "waves": waves_figure,
+    "shape-sweep": shape_sweep_figure,
 }
 
 __all__ = [
     "FIGURES", "banks_data", "banks_figure", "cta_order_data", "cta_order_figure", "fragments_data",
     "fragments_figure", "l2_supertile_data", "l2_supertile_figure", "ladder_data", "ladder_figure", "ladder_grid_data",
-    "occupancy_data", "occupancy_figure", "roofline_data", "roofline_figure", "swizzle_data", "swizzle_figure",
+    "occupancy_data", "occupancy_figure", "pipeline_data", "pipeline_figure", "roofline_data", "roofline_figure",
+    "shape_sweep_data", "shape_sweep_figure", "swizzle_data", "swizzle_figure",
+    "waves_data", "waves_figure",
 ]

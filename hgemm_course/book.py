@@ -1,0 +1,529 @@
+"""The course as a website: ``hgemm-course book --out DIR`` turns the chapter notebooks into static HTML.
+
+The notebooks are rendered as committed, outputs and figures included: nothing is executed and no GPU
+is needed. Sphinx with myst-nb does the rendering (the ``book`` extra); this module writes the source
+tree it reads, into a temporary folder, so nothing generated is ever committed:
+
+- ``index.md``: the landing page, README's introduction and its two commands, with the ladder figure;
+- ``NN_topic.ipynb``: every chapter, found by glob (``chapters/NN_*.ipynb``), each with a box linking
+  its rung's kernel source, the diff from the previous rung and its exercise;
+- ``exercises/exNN_*.md``: each exercise of :data:`hgemm_course.check.ALL_EXERCISES`, the problem and
+  the ``hgemm-course check`` command; solutions/ is never read;
+- ``kernels/``: each rung's kernel source and ``hgemm-course diff`` from the rung before it, and the
+  headers the kernels include;
+- ``results.md``: the recorded H200 runs under results/, each with its provenance.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .ladder import Rung, registry
+from .paths import KERNELS_DIR, PTX_SNIPPETS_DIR, REPO_ROOT, require_writable
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "book_templates"
+LADDER_FIGURE = "results/ladder_h200.png"   # README's figure, shown on the landing page
+LEXERS = {".py": "python", ".cu": "cuda", ".cuh": "cuda"}
+LANGUAGES = {".py": "Python (Numba)", ".cu": "CUDA C++"}
+DIFF_CONTEXT = 3                            # lines around each change, as `hgemm-course diff` prints by default
+README_SECTION = "## Two commands"          # the landing page quotes README's introduction and this section
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    """One source file the site shows as a page: a rung's kernel or a header the kernels include."""
+
+    path: Path
+    rung: Rung | None = None            # None for a header
+
+    @property
+    def page(self) -> str:
+        return f"kernels/{self.path.stem}"
+
+
+# ----------------------------------------------------------------------------- what the site holds
+
+
+def checkout_root(root: Path | None = None) -> Path:
+    """The repository the site is built from: its chapters/ and exercises/ exist only in a checkout."""
+    root = Path(root) if root is not None else REPO_ROOT
+    if root is None or not (root / "chapters").is_dir():
+        raise RuntimeError("the website is built from a checkout's chapters/ and exercises/, and this install has "
+                           "none; run it from a clone of the repository after `pip install -e .[book]`.")
+    return root
+
+
+def chapters(root: Path) -> list[Path]:
+    """The chapter notebooks in course order: ``chapters/NN_topic.ipynb``, whatever chapters exist."""
+    return sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
+
+
+def exercises(root: Path) -> dict[str, Path]:
+    """Every registered exercise (``hgemm-course check --list``), in course order, with its file in exercises/."""
+    from .check import ALL_EXERCISES
+
+    found = {}
+    for name in ALL_EXERCISES:
+        files = [root / "exercises" / f"{name}{suffix}" for suffix in (".py", ".cu")]
+        existing = [f for f in files if f.is_file()]
+        if not existing:
+            raise RuntimeError(f"exercise {name} is registered in hgemm_course/check but neither "
+                               f"{files[0].relative_to(root)} nor {files[1].relative_to(root)} exists.")
+        found[name] = existing[0]
+    return found
+
+
+def chapter_number(path: Path) -> str:
+    return path.name[:2]
+
+
+def rungs_of_chapter(number: str) -> list[Rung]:
+    """The rungs a chapter teaches (``05`` -> rung 05; none for a chapter without a kernel, like 00 and 08)."""
+    return [rung for rung in registry().values() if rung.id[:2] == number and rung.kernel_path is not None]
+
+
+def previous_rung(rung: Rung) -> Rung | None:
+    """The rung before ``rung`` on the ladder, or None for the first."""
+    ids = list(registry())
+    index = ids.index(rung.id)
+    return registry()[ids[index - 1]] if index else None
+
+
+def diffable(old: Rung | None, new: Rung) -> bool:
+    """A diff says what a chapter changes only between sources in one language: rung 03, the first CUDA C++
+    kernel after the Numba rungs, is read whole."""
+    return old is not None and old.kernel_path is not None and old.kernel_path.suffix == new.kernel_path.suffix
+
+
+def diff_page(old: Rung, new: Rung) -> str:
+    return f"kernels/diff_{old.id}_{new.id}"
+
+
+def kernel_files() -> list[KernelFile]:
+    """Every rung's kernel, in ladder order, then the headers the CUDA kernels include."""
+    kernels = [KernelFile(rung.kernel_path, rung) for rung in registry().values() if rung.kernel_path is not None]
+    headers = sorted(KERNELS_DIR.glob("*.cuh")) + sorted(PTX_SNIPPETS_DIR.glob("*.cuh"))
+    return kernels + [KernelFile(path) for path in headers]
+
+
+def pages(root: Path) -> list[str]:
+    """Every page of the site, as Sphinx names them (the HTML file without ``.html``), in reading order."""
+    rungs = list(registry().values())
+    return (["index"] + [path.stem for path in chapters(root)]
+            + ["exercises/index"] + [f"exercises/{name}" for name in exercises(root)]
+            + ["kernels/index"] + [k.page for k in kernel_files()]
+            + [diff_page(previous_rung(r), r) for r in rungs if r.kernel_path and diffable(previous_rung(r), r)]
+            + ["results"])
+
+
+# ----------------------------------------------------------------------------- markdown helpers
+
+
+def fenced(text: str, language: str = "text") -> str:
+    """``text`` as a fenced code block, its fence longer than any run of backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.rstrip()}\n{fence}\n"
+
+
+def readme_sections(readme: str) -> tuple[str, str]:
+    """README's introduction (below its title, above the first section) and its two-commands section."""
+    parts = re.split(r"^(?=## )", readme, flags=re.M)
+    intro = parts[0].split("\n", 1)[1].strip()
+    commands = next((p for p in parts if p.startswith(README_SECTION + "\n")), None)
+    if commands is None:
+        raise RuntimeError(f"README.md has no '{README_SECTION}' section, which the landing page quotes.")
+    return intro, commands.strip()
+
+
+def problem_statement(path: Path) -> str:
+    """An exercise's problem in its author's words: the module docstring of a .py, the leading comment of a .cu."""
+    text = path.read_text()
+    if path.suffix == ".py":
+        return ast.get_docstring(ast.parse(text)) or ""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("//"):
+            break
+        lines.append(line[3:] if line.startswith("// ") else line[2:])
+    return "\n".join(lines).strip()
+
+
+def kernel_text(path: Path) -> str:
+    """A kernel source as it compiles and as the chapters read it: without the comment lines that mark the
+    regions its exercises cut out (hgemm_course/check/generate.py)."""
+    from .check.generate import without_markers
+
+    return without_markers(path.read_text())
+
+
+def rung_diff(old: Rung, new: Rung, context: int = DIFF_CONTEXT) -> str:
+    """What ``hgemm-course diff OLD NEW`` prints: the unified diff of the two rungs' kernel sources."""
+    return "".join(difflib.unified_diff(
+        kernel_text(old.kernel_path).splitlines(keepends=True), kernel_text(new.kernel_path).splitlines(keepends=True),
+        fromfile=old.kernel_path.name, tofile=new.kernel_path.name, n=context))
+
+
+# ----------------------------------------------------------------------------- the pages
+
+
+def landing_page(root: Path, chapter_paths: list[Path]) -> str:
+    """The landing page: README's introduction and two commands, the ladder figure, how to run the chapters."""
+    intro, commands = readme_sections((root / "README.md").read_text())
+    chapter_list = "\n".join(path.stem for path in chapter_paths)
+    return f"""# hgemm-course
+
+{intro}
+
+```{{figure}} {Path(LADDER_FIGURE).name}
+:alt: the ladder: each rung's speed as a percentage of cuBLAS on the H200, per matrix size
+
+The ladder as recorded on the H200 (`{LADDER_FIGURE}`, drawn by `hgemm-course tour`): each rung's median
+time as a percentage of cuBLAS timed in the same process. Every recorded run, with its provenance, is on the
+[results page](results.md).
+```
+
+{commands}
+
+## Running the chapters yourself
+
+Each chapter page of this site is a notebook of `chapters/` as committed, with the outputs it was saved
+with; nothing on this site runs. To run them, from a clone of the repository:
+
+```bash
+pip install -e ".[dev]"
+jupyter lab chapters/
+```
+
+Without a GPU the notebooks compile the kernels, run the simulators and show the recorded H200 figures,
+labelled as recorded; on a GPU they measure. Each chapter links its kernel source, what it changes
+since the rung before, and its exercise, which `hgemm-course check` checks.
+
+```{{toctree}}
+:caption: Chapters
+:maxdepth: 1
+
+{chapter_list}
+```
+
+```{{toctree}}
+:caption: Exercises, kernels, results
+:maxdepth: 1
+
+exercises/index
+kernels/index
+results
+```
+"""
+
+
+def chapter_box(number: str, exercise_names: list[str]) -> str | None:
+    """The box at the top of a chapter page: its kernel, the diff from the rung before, its exercise."""
+    lines = []
+    for rung in rungs_of_chapter(number):
+        old = previous_rung(rung)
+        lines.append(f"- the kernel of rung {rung.id}: [{rung.kernel_path.name}](kernels/{rung.kernel_path.stem}.md)")
+        if diffable(old, rung):
+            lines.append(f"- what it changes since rung {old.id}: [`hgemm-course diff {old.id} {rung.id}`]"
+                         f"({diff_page(old, rung)}.md)")
+        elif old is not None:
+            lines.append(f"- rung {old.id} is {LANGUAGES[old.kernel_path.suffix]} and this one "
+                         f"{LANGUAGES[rung.kernel_path.suffix]}: no diff, the kernel is new")
+    for name in exercise_names:
+        lines.append(f"- the exercise: [{name}](exercises/{name}.md), checked by `hgemm-course check {name}`")
+    if not lines:
+        return None
+    return "```{admonition} This chapter's code\n" + "\n".join(lines) + "\n```\n"
+
+
+def chapter_notebook(path: Path, exercise_names: list[str]):
+    """The chapter as committed, outputs kept, with :func:`chapter_box` below its first cell."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    box = chapter_box(chapter_number(path), exercise_names)
+    if box:
+        nb.cells.insert(1, nbformat.v4.new_markdown_cell(box))
+    return nb
+
+
+def exercise_page(name: str, path: Path, description: str, chapter: str | None) -> str:
+    """An exercise's page: the problem, the command that checks it and the file; ``chapter``: its notebook's stem."""
+    back = f"It goes with [chapter {name[2:4]}](../{chapter}.ipynb). " if chapter else ""
+    return f"""# {name}
+
+{description} {back}Fill in the part marked TODO in `exercises/{path.name}` (or in a copy of it) and check it:
+
+{fenced(f"hgemm-course check {name}", "bash")}
+The checker runs your code in a separate process and says exactly what is wrong: the first wrong input,
+what was expected and what came back.
+
+## The problem
+
+{fenced(problem_statement(path))}
+## The file: `exercises/{path.name}`
+
+{fenced(path.read_text(), LEXERS[path.suffix])}"""
+
+
+def exercises_index(found: dict[str, Path], descriptions: dict[str, str]) -> str:
+    rows = "\n".join(f"| [{name}]({name}.md) | `{path.name}` | {descriptions[name]} |" for name, path in found.items())
+    return f"""# Exercises
+
+Each exercise is one function or one kernel fragment of the chapter with its number. Fill it in and run
+`hgemm-course check <name>`: the checker tests it against the course's own answer over the whole valid
+domain and stops at the first wrong case.
+
+| exercise | file | what you write |
+|---|---|---|
+{rows}
+
+```{{toctree}}
+:hidden:
+
+{chr(10).join(found)}
+```
+"""
+
+
+def kernel_page(kernel: KernelFile, chapter_stems: dict[str, str]) -> str:
+    path, rung = kernel.path, kernel.rung
+    if rung is None:
+        where = "ptx_snippets" if path.parent == PTX_SNIPPETS_DIR else "hgemm_course/kernels"
+        intro = f"A header the CUDA kernels include: `{where}/{path.name}`."
+    else:
+        folder = "hgemm_course/ladder" if path.suffix == ".py" else "hgemm_course/kernels"
+        chapter = chapter_stems.get(rung.id[:2])
+        links = [f"chapter [{chapter}](../{chapter}.ipynb)"] if chapter else []
+        old = previous_rung(rung)
+        if diffable(old, rung):
+            links.append(f"[what it changes since rung {old.id}]({Path(diff_page(old, rung)).name}.md)")
+        intro = (f"Rung {rung.id} ({rung.slug}): {rung.idea}. `{folder}/{path.name}`"
+                 + (f"; see {', '.join(links)}." if links else "."))
+    return f"# {path.name}\n\n{intro}\n\n{fenced(kernel_text(path), LEXERS[path.suffix])}"
+
+
+def diff_page_text(old: Rung, new: Rung, chapter_stems: dict[str, str]) -> str:
+    chapter = chapter_stems.get(new.id[:2])
+    read = f" Chapter [{chapter}](../{chapter}.ipynb) explains it." if chapter else ""
+    return f"""# Rung {old.id} to rung {new.id}
+
+What `hgemm-course diff {old.id} {new.id}` prints: every line that changes from
+[{old.kernel_path.name}]({old.kernel_path.stem}.md) to [{new.kernel_path.name}]({new.kernel_path.stem}.md),
+the new rung's idea: {new.idea}.{read}
+
+{fenced(rung_diff(old, new), "diff")}"""
+
+
+def kernels_index(kernels: list[KernelFile]) -> str:
+    rows, headers, diffs = [], [], []
+    for kernel in kernels:
+        if kernel.rung is None:
+            headers.append(f"- [{kernel.path.name}]({kernel.path.stem}.md)")
+            continue
+        rung, old = kernel.rung, previous_rung(kernel.rung)
+        diff = f"[{old.id} to {rung.id}]({Path(diff_page(old, rung)).name}.md)" if diffable(old, rung) else "-"
+        rows.append(f"| {rung.id} | [{kernel.path.name}]({kernel.path.stem}.md) | {diff} | {rung.idea} |")
+        if diffable(old, rung):
+            diffs.append(Path(diff_page(old, rung)).name)
+    toctree = "\n".join([k.path.stem for k in kernels] + diffs)
+    return f"""# Kernels
+
+One source per rung; neighbouring rungs differ by their chapter's idea, which the diff shows.
+
+| rung | source | diff | the idea |
+|---|---|---|---|
+{chr(10).join(rows)}
+
+The headers the CUDA kernels include, one per instruction family:
+
+{chr(10).join(headers)}
+
+```{{toctree}}
+:hidden:
+
+{toctree}
+```
+"""
+
+
+def provenance_table(runs: list[tuple[Path, dict]], keys: tuple[str, ...]) -> str:
+    """The provenance of recorded runs, one row per run file, with the fields among ``keys`` any run records."""
+    keys = [key for key in keys if any(data["provenance"].get(key) for _, data in runs)]
+    rows = ["| file | " + " | ".join(key.replace("_", " ") for key in keys) + " |", "|---" * (1 + len(keys)) + "|"]
+    for path, data in runs:
+        cells = [str(data["provenance"].get(key) or "-").replace("|", "\\|") for key in keys]
+        rows.append(f"| `results/{path.name}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+BENCH_PROVENANCE = ("gpu", "date", "driver_release", "cuda_runtime", "nvrtc", "python")
+MODEL_PROVENANCE = ("gpu", "measured_at", "driver_release", "cuda_runtime", "ncu", "script", "ncu_csv")
+
+
+def ladder_section(figure: str) -> str:
+    from .results import RECORDED_GPU, ladder_markdown, load_records, load_runs
+
+    files = {r["file"] for r in load_records(gpu=RECORDED_GPU)}
+    runs = [(path, data) for path, data in load_runs(gpu=RECORDED_GPU) if path.name in files]
+    return f"""## The ladder on the {RECORDED_GPU}
+
+The newest recorded figure of each rung and size, as README's table shows it (`hgemm-course results --readme`
+writes both from the same records): TFLOP/s, and the percentage of cuBLAS timed in the same process.
+
+```{{figure}} {figure}
+:alt: each rung's percentage of cuBLAS at every recorded size
+
+`hgemm-course viz ladder`'s figure, drawn from the records of the table below.
+```
+
+{ladder_markdown()}
+
+### Provenance of the runs in the table
+
+{provenance_table(runs, BENCH_PROVENANCE)}"""
+
+
+def ceilings_section() -> str:
+    from .ceilings import format_ceilings
+    from .roofline import recorded_ceilings
+
+    record = recorded_ceilings()
+    if record is None:
+        return ""
+    return f"""## The ceiling chain
+
+The roofs every chapter places its rung against, measured by `hgemm-course ceilings` on the {record['gpu']}
+(`results/{record['file']}`, {record['date'][:10]}).
+
+{fenced(format_ceilings(record))}"""
+
+
+def model_section() -> str:
+    """Each recorded comparison of a simulator with Nsight Compute, as ``python3 -m hgemm_course.model_checks``
+    printed it, with the run's provenance."""
+    from .model_checks import Config, bank_table, l2_table
+    from .results import load_runs
+
+    blocks = []
+    for path, data in load_runs(kind="model"):
+        records = data["records"]
+        rungs = sorted({r["config"]["rung"] for r in records if "rung" in r["config"]})
+        of_rungs = f"of rung{'s' if len(rungs) > 1 else ''} {', '.join(rungs)}"
+        if records and records[0]["check"] == "banks":
+            configs = {r["config"]["name"]: r["config"] for r in records}
+            title = f"Shared-memory banks {of_rungs}: `sim.main_loop_bank_conflicts` against ncu's counters"
+            table = bank_table(records, [Config(c["name"], c["kind"], c["rung"], c["M"], c["N"], c["K"],
+                                                tuple(c["super_mn"]) if c.get("super_mn") else None, c["kernel"])
+                                         for c in configs.values()])
+        else:
+            title = f"L2 {of_rungs}: `sim.l2_model` against ncu's L2 hit rate of the SMs' reads"
+            table = l2_table(records)
+        note = data["provenance"].get("note")
+        blocks.append(f"### {title}\n\n{provenance_table([(path, data)], MODEL_PROVENANCE)}\n"
+                      + (f"{note}\n\n" if note else "") + fenced(table))
+    return """## The models against the hardware
+
+The shared-memory bank and L2 simulators against Nsight Compute's counters on the H200, configuration by
+configuration: the model's count beside the hardware's.
+
+""" + "\n".join(blocks)
+
+
+def results_page(figure: str) -> str:
+    return f"""# Results
+
+Every figure on this page is read from a run recorded on the H200 under `results/`, each with its
+provenance: nothing here was measured while the site was built.
+
+{ladder_section(figure)}
+{ceilings_section()}
+{model_section()}"""
+
+
+def draw_ladder(out: Path) -> None:
+    """The ladder figure from the recorded H200 records: the records of the results page's table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .results import RECORDED_GPU, load_records
+    from .viz import FIGURES
+
+    FIGURES["ladder"](records=load_records(gpu=RECORDED_GPU)).savefig(out, dpi=100, bbox_inches="tight")
+
+
+def write_sources(folder: Path, root: Path) -> None:
+    """Write the site's source tree into ``folder``: the pages of :func:`pages`, Sphinx's settings, the images."""
+    import nbformat
+
+    from .check import ALL_EXERCISES
+
+    folder = Path(folder)
+    (folder / "exercises").mkdir(parents=True, exist_ok=True)
+    (folder / "kernels").mkdir(exist_ok=True)
+    for template in ("conf.py", "favicon.svg"):
+        shutil.copy(TEMPLATES_DIR / template, folder / template)
+    shutil.copy(root / LADDER_FIGURE, folder / Path(LADDER_FIGURE).name)
+
+    chapter_paths = chapters(root)
+    chapter_stems = {chapter_number(path): path.stem for path in chapter_paths}
+    found = exercises(root)
+    (folder / "index.md").write_text(landing_page(root, chapter_paths))
+    for path in chapter_paths:
+        names = [name for name in found if name[2:4] == chapter_number(path)]
+        nbformat.write(chapter_notebook(path, names), folder / path.name)
+
+    (folder / "exercises" / "index.md").write_text(exercises_index(found, ALL_EXERCISES))
+    for name, path in found.items():
+        page = exercise_page(name, path, ALL_EXERCISES[name], chapter_stems.get(name[2:4]))
+        (folder / "exercises" / f"{name}.md").write_text(page)
+
+    kernels = kernel_files()
+    (folder / "kernels" / "index.md").write_text(kernels_index(kernels))
+    for kernel in kernels:
+        (folder / f"{kernel.page}.md").write_text(kernel_page(kernel, chapter_stems))
+        old = previous_rung(kernel.rung) if kernel.rung else None
+        if kernel.rung and diffable(old, kernel.rung):
+            (folder / f"{diff_page(old, kernel.rung)}.md").write_text(diff_page_text(old, kernel.rung, chapter_stems))
+
+    draw_ladder(folder / "ladder_recorded.png")
+    (folder / "results.md").write_text(results_page("ladder_recorded.png"))
+
+
+# ----------------------------------------------------------------------------- the build
+
+
+def build(out: Path, *, root: Path | None = None) -> Path:
+    """Build the website into ``out`` and return the path of its landing page.
+
+    Sphinx's warnings (a broken link, a missing image, a notebook it cannot read) fail the build: a
+    site that builds is a site without them.
+    """
+    try:
+        from sphinx.cmd.build import build_main
+    except ImportError:
+        raise RuntimeError("the website needs Sphinx, myst-nb and furo: `pip install -e .[book]` installs them.") from None
+    root = checkout_root(root)
+    out = Path(out).resolve()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} is a file; give --out a folder.")
+    if out.is_dir() and any(out.iterdir()) and not (out / ".buildinfo").is_file():
+        raise ValueError(f"{out} holds files that are not an earlier build of the site; give --out a new or empty "
+                         "folder, e.g. --out ./hgemm-book.")
+    require_writable(out, "give --out a folder you can write to")
+    with tempfile.TemporaryDirectory(prefix="hgemm-book-") as tmp:
+        # myst-nb writes the notebooks' images beside Sphinx's output folder (build/jupyter_execute), so Sphinx
+        # builds inside the temporary folder too, and only the finished site is copied to ``out``
+        source, build_dir = Path(tmp) / "source", Path(tmp) / "build"
+        write_sources(source, root)
+        if build_main(["-q", "-b", "html", "-W", "--keep-going", "-d", str(build_dir / "doctrees"), str(source),
+                       str(build_dir / "html")]):
+            raise RuntimeError("Sphinx could not build the site without warnings (they are printed above).")
+        shutil.copytree(build_dir / "html", out, dirs_exist_ok=True)
+    return out / "index.html"
+

@@ -1,0 +1,69 @@
+"""Waves figure: the output tiles on the persistent units over time, data-parallel against stream-K and the hybrid."""
+from __future__ import annotations
+
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..sim import waves
+
+# on a tie, the simpler schedule: data-parallel, then the hybrid (fewer tiles split), as choose_split does
+TIE_ORDER = ("dp", "hybrid", "streamk")
+TITLES = {"dp": "data-parallel", "streamk": "stream-K", "hybrid": "hybrid (data-parallel + stream-K)"}
+
+
+def waves_data(*, M=3072, N=3072, K=3072, tile_m=waves.TILE_M, tile_n=waves.TILE_N, tile_k=waves.TILE_K,
+               units=waves.UNITS, cluster_m=waves.CLUSTER_M, fixup_iters=waves.FIXUP_ITERS, sk_waves=1):
+    """The three schedules of one shape (:func:`hgemm_course.sim.schedule`), rung 11's tiles on the H200 by default.
+
+    Returns ``{'schedules': {mode: WaveSchedule}, 'tiles', 'iters_per_tile', 'units', 'waves',
+    'even_share' (the iterations per unit of a perfect split), 'best' (the mode with the shortest
+    makespan; on a tie data-parallel, then the hybrid), 'speedup' (data-parallel's makespan over the best one's)}``.
+    """
+    schedules = {mode: waves.schedule(M, N, K, tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, units=units,
+                                      cluster_m=cluster_m, mode=mode, fixup_iters=fixup_iters, sk_waves=sk_waves)
+                 for mode in waves.MODES}
+    dp = schedules["dp"]
+    best = min(TIE_ORDER, key=lambda mode: schedules[mode].makespan)     # min keeps the first on a tie
+    return {"schedules": schedules, "tiles": dp.tiles, "iters_per_tile": dp.iters_per_tile, "units": units,
+            "waves": dp.waves, "even_share": dp.tiles * dp.iters_per_tile / units, "best": best,
+            "speedup": dp.makespan / schedules[best].makespan}
+
+
+def waves_figure(*, M=3072, N=3072, K=3072, tile_m=waves.TILE_M, tile_n=waves.TILE_N, tile_k=waves.TILE_K,
+                 units=waves.UNITS, cluster_m=waves.CLUSTER_M, fixup_iters=waves.FIXUP_ITERS, sk_waves=1) -> Figure:
+    """Output tiles on the persistent units over time: data-parallel's half-empty last wave against stream-K."""
+    data = waves_data(M=M, N=N, K=K, tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, units=units, cluster_m=cluster_m,
+                      fixup_iters=fixup_iters, sk_waves=sk_waves)
+    colors = colormaps["tab20"]
+    fig = Figure(figsize=(16, 7), layout="constrained")
+    axes = fig.subplots(1, 3, sharey=True)
+    horizon = max(s.makespan for s in data["schedules"].values())
+    for ax, (mode, plan) in zip(axes, data["schedules"].items()):
+        for (unit, tile, kb, ke, start), done in zip(plan.segments, plan.segment_done):
+            ax.broken_barh([(start, ke - kb)], (unit - 0.45, 0.9), color=colors(tile % 20), linewidth=0)
+            if done > start + ke - kb:          # a partial tile's fix-up: write, or wait, read back and add
+                ax.broken_barh([(start + ke - kb, done - start - ke + kb)], (unit - 0.45, 0.9), color="black",
+                               linewidth=0)
+        ax.axvline(data["even_share"], color="black", ls=":", lw=1)
+        ax.axvline(plan.makespan, color="#e15759", ls="--", lw=1.5)
+        split = f", {plan.partial_tiles} tiles split" if plan.partial_tiles else ""
+        ax.set_title(f"{TITLES[mode]}: {plan.makespan:g} iterations, {plan.efficiency:.0%} busy{split}", fontsize=10)
+        ax.set_xlim(0, horizon * 1.02)
+        ax.set_xlabel("time (K-iterations of one unit)")
+    axes[0].set_ylim(units - 0.5, -0.5)
+    axes[0].set_ylabel(f"unit (cluster of {cluster_m} CTA{'s' if cluster_m > 1 else ''})")
+    fig.legend(handles=[Patch(color=colors(0), label="a tile's K-iterations (colour: tile)"),
+                        Patch(color="black", label=f"fix-up of a split tile ({fixup_iters:g} iterations each)"),
+                        Patch(facecolor="none", edgecolor="#e15759", ls="--", label="makespan"),
+                        Patch(facecolor="none", edgecolor="black", ls=":", label="even share of the work")],
+               loc="outside lower center", ncols=4, fontsize=9)
+    dp, best = data["schedules"]["dp"], data["schedules"][data["best"]]
+    if data["best"] == "dp":
+        finding = f"data-parallel is already the fastest ({dp.efficiency:.0%} busy)"
+    else:
+        finding = (f"{TITLES[data['best']]} finishes {data['speedup']:.2f}x sooner than data-parallel "
+                   f"({dp.efficiency:.0%} -> {best.efficiency:.0%} busy)")
+    fig.suptitle(f"Model of {M}x{N}x{K}: {data['tiles']} tiles of {cluster_m * tile_m}x{tile_n} on {units} units "
+                 f"= {data['waves']:.2f} waves; {finding}")
+    return fig

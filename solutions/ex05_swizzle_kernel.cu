@@ -1,0 +1,185 @@
+// Exercise 05, kernel: rung 05's swizzled shared-memory addresses (hgemm_course/kernels/k05_swizzle.cu).
+//
+// This file is the rung-05 kernel with the addresses of its shared-memory tiles cut out: where the
+// cp.async copies store each 16-byte chunk of A and B, and where each lane points ldmatrix, plus one
+// extra question at its end. The stubs store and read the tiles unswizzled (plain row-major): the
+// kernel is right, and slow. The hardware facts:
+//
+//   banks        shared memory has 32 banks of 4 bytes; a 128-byte row of halves covers each bank once,
+//                and a warp-wide access costs one wavefront per 4-byte word a bank must deliver
+//   ldmatrix     (ldmatrix.cuh) each lane supplies the address of one 16-byte row of an 8x8 matrix;
+//                the 8 rows of one matrix are read in one phase, so they must sit in 8 different
+//                groups of 4 banks to take one wavefront
+//   swizzle      swizzle_128b(row, chunk) (swizzle.cuh) is the byte offset of logical 16-byte chunk
+//                `chunk` (0-7) of row `row` in a tile of 128-byte rows stored with the XOR swizzle that
+//                TMA's SWIZZLE_128B writes; chapter 05 derives it (exercise ex05_swizzle)
+//
+// Fill in the four marked regions. Every address the stores write must be the one the loads read.
+//
+// Check it:  hgemm-course check ex05_swizzle_kernel
+//   (checks ./ex05_swizzle_kernel.cu, else ./exercises/ex05_swizzle_kernel.cu, else the course's copy; it prints which)
+//   your own copy:     hgemm-course check ex05_swizzle_kernel --path my_ex05.cu
+//   or in a notebook:  from hgemm_course.check import check; print(check("ex05_swizzle_kernel"))
+// Without a GPU the checker compiles the file for sm_90a, inspects the PTX and runs your regions on
+// the CPU for every thread: each ldmatrix must read the chunk the mma needs, from where a copy stored
+// it, and the bank model counts the wavefronts of every copy and every ldmatrix; with a GPU it also
+// runs your kernel in a separate process and compares C with a reference.
+// Rung 05: rung 04 with the padding replaced by the 128-byte XOR swizzle. Every shared row
+// is 128 bytes (BK = 64 halves of A; B is stored as BN / 64 panels of 64 columns), its 16-byte
+// chunk c sits at c ^ (row % 8), and the ldmatrix addresses are computed once and then
+// moved along k by XOR, along m or n by addition: no byte of padding, no bank conflict.
+#include "common.cuh"
+#include "cp_async.cuh"
+#include "ldmatrix.cuh"
+#include "mma_sync.cuh"
+#include "swizzle.cuh"
+
+// C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
+// A CTA computes a (BM, BN) tile of C with (BM / WM) x (BN / WN) warps, each a (WM, WN)
+// sub-tile; the K loop walks BK-wide slices through a STAGES-deep cp.async ring.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool WHOLE_TILES>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    constexpr int WARPS_N = BN / WN;
+    constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
+    constexpr int FRAG_N = WN / 8;                    // n8 fragments per warp
+    constexpr int K_STEPS = BK / 16;                  // mma k-steps per slice
+    constexpr int COPY_PARTS = K_STEPS - 1;           // pieces a slice's copies are issued in
+    static_assert(K_STEPS % 2 == 0, "BK must be a multiple of 32: the two fragment buffers alternate k-steps");
+    using Ring = SwizzledStages<BM, BN, BK, STAGES>;  // 128-byte rows, swizzled (common.cuh)
+    constexpr int B_PANEL = BK * 128;                 // bytes of one (BK, 64) panel of B
+    constexpr int A_STAGE = sizeof(Ring::a[0]);       // bytes of one A stage
+    constexpr int B_STAGE = sizeof(Ring::b[0]);       // bytes of one B stage
+
+    extern __shared__ __align__(128) unsigned char smem[];
+    auto& ring = smem_as<Ring>(smem);                 // the STAGES k-slices of A and B
+
+    const int tid = threadIdx.x;
+    const int lane = tid % 32;
+    const int warp = tid / 32;
+    const int warp_m = warp / WARPS_N;
+    const int warp_n = warp % WARPS_N;
+
+    const int bid_m = blockIdx.y;                     // tile row of C
+    const int bid_n = blockIdx.x;                     // tile column of C
+    const int m0 = bid_m * BM;
+    const int n0 = bid_n * BN;
+    const int k_tiles = cdiv(K, BK);
+    const half* a_tile = A + static_cast<size_t>(m0) * K; // the BM rows of A this CTA reads
+    const half* b_tile = B + n0;                      // the BN columns of B this CTA reads
+
+    // Piece `part` of one k-slice into one stage: every thread copies every COPY_PARTS-th of its
+    // 16-byte chunks, so a slice's copies can ride along the k-steps of the slice being computed
+    // instead of leaving in one burst. Chunks past M, N or K are zero-filled so the tails add
+    // nothing to the sums; when M, N and K are whole tiles (WHOLE_TILES) there are no tails, and
+    // the copies go out without the guards.
+    auto load_tile = [&](int stage, int kt, int part) {
+        const int k0 = kt * BK;
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
+#pragma unroll
+        for (int it = part; it < BM * BK / 8 / THREADS; it += COPY_PARTS) {
+            const int idx = it * THREADS + tid;
+            const int row = idx / (BK / 8);
+            const int chunk = idx % (BK / 8);
+            const bool inside = WHOLE_TILES || (m0 + row < M && k0 + chunk * 8 < K);
+            const half* src = inside ? a_tile + static_cast<size_t>(row) * K + k0 + chunk * 8 : A;
+            cp_async_16_zfill(a_stage + swizzle_128b(row, chunk), src, inside ? 16 : 0);
+        }
+#pragma unroll
+        for (int it = part; it < BK * BN / 8 / THREADS; it += COPY_PARTS) {
+            const int idx = it * THREADS + tid;
+            const int row = idx / (BN / 8);
+            const int chunk = idx % (BN / 8);
+            const bool inside = WHOLE_TILES || (k0 + row < K && n0 + chunk * 8 < N);
+            const half* src = inside ? b_tile + static_cast<size_t>(k0 + row) * N + chunk * 8 : B;
+            cp_async_16_zfill(b_stage + (chunk / 8) * B_PANEL + swizzle_128b(row, chunk % 8), src, inside ? 16 : 0);
+        }
+    };
+
+    // ldmatrix row addresses of this lane, relative to a stage: A rows lane % 16 at k-chunk
+    // lane / 16; B k-rows lane % 16 at n-chunk lane / 16. Swizzled once here: moving 16 rows
+    // keeps row % 8, and moving 16 halves (2 chunks) along a row is an XOR with 32 bytes.
+    const unsigned a_lane = swizzle_128b(warp_m * WM + lane % 16, lane / 16);
+    const unsigned b_lane = (warp_n * WN / 64) * B_PANEL + swizzle_128b(lane % 16, (warp_n * WN % 64) / 8 + lane / 16);
+
+    float acc[FRAG_M][FRAG_N][4] = {};                // (WM, WN) fp32 accumulators of this warp
+    unsigned a_frag[2][FRAG_M][4];                    // 2 buffers x FRAG_M x (16, 16) halves of A
+    unsigned b_frag[2][FRAG_N][2];                    // 2 buffers x FRAG_N x (16, 8) halves of B
+
+    // The fragments of k-step kk of the slice in `stage`, into fragment buffer `buf`.
+    auto load_fragments = [&](int buf, int stage, int kk) {
+        const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
+        const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i) {
+            ldmatrix_x4(a_frag[buf][i][0], a_frag[buf][i][1], a_frag[buf][i][2], a_frag[buf][i][3],
+                        a_stage + (a_lane ^ (kk * 32)) + i * 16 * 128);
+        }
+#pragma unroll
+        for (int j = 0; j < FRAG_N / 2; ++j) {
+            ldmatrix_x4_trans(b_frag[buf][2 * j][0], b_frag[buf][2 * j][1], b_frag[buf][2 * j + 1][0],
+                              b_frag[buf][2 * j + 1][1], b_stage + (b_lane ^ (j * 32)) + kk * 16 * 128);
+        }
+    };
+
+    // ---- prologue: fill STAGES - 1 stages, then load the first k-step's fragments ----------
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) {
+#pragma unroll
+            for (int part = 0; part < COPY_PARTS; ++part) load_tile(s, s, part);
+        }
+        cp_async_commit_group();
+    }
+    cp_async_wait_group<STAGES - 2>();
+    __syncthreads();
+    load_fragments(0, 0, 0);
+
+    // ---- main loop: the mma of k-step kk run on one fragment buffer while the other receives
+    //      k-step kk + 1 (at the last k-step: the next slice's first), and the copies of slice
+    //      kt + STAGES - 1 go out in pieces into the stage that slice kt - 1 left --------------
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        const int next = kt + STAGES - 1;
+#pragma unroll
+        for (int kk = 0; kk < K_STEPS; ++kk) {
+            if (kk < K_STEPS - 1) {
+                load_fragments((kk + 1) % 2, kt % STAGES, kk + 1);
+                if (next < k_tiles) load_tile(next % STAGES, next, kk);
+            } else {
+                cp_async_commit_group();
+                cp_async_wait_group<STAGES - 2>();    // slice kt + 1 has landed (this thread's part)
+                __syncthreads();                      // every thread's part, and slice kt is read out
+                if (kt + 1 < k_tiles) load_fragments(0, (kt + 1) % STAGES, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                for (int j = 0; j < FRAG_N; ++j) {
+                    mma_m16n8k16(acc[i][j], a_frag[kk % 2][i], b_frag[kk % 2][j]);
+                }
+            }
+        }
+    }
+
+    // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            const int row = m0 + warp_m * WM + i * 16 + lane / 4;
+            const int col = n0 + warp_n * WN + j * 8 + (lane % 4) * 2;
+            store_pair_guarded(C, M, N, row, col, acc[i][j][0], acc[i][j][1]);
+            store_pair_guarded(C, M, N, row + 8, col, acc[i][j][2], acc[i][j][3]);
+        }
+    }
+}
+
+// ---- extra question: TMA's 32-byte swizzle -------------------------------------------------------
+// A tile of 32-byte rows (16 halves: two chunks) stored by TMA with SWIZZLE_32B: its pattern repeats
+// every 256 bytes and XORs the chunk bit (address bit 4) with a higher address bit. The checker
+// evaluates this function on the CPU.
+__host__ __device__ constexpr int swizzle_32b(int row, int chunk) {
+    return row * 32 + ((chunk ^ (row / 4 % 2)) << 4);
+}

@@ -1,0 +1,351 @@
+"""The course website (hgemm_course/book.py): the pages it writes, then the built site in a real browser.
+
+The site is built once for this module; the browser tests serve it on localhost and drive Debian's
+Chromium through Playwright. Without the ``book`` extra, or without /usr/bin/chromium, those tests
+skip; CI installs both (.ci/run).
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import shutil
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.error import HTTPError
+from urllib.parse import urldefrag, urlparse
+from urllib.request import urlopen
+
+import pytest
+
+from hgemm_course import book
+from hgemm_course.check import ALL_EXERCISES
+from hgemm_course.cli import main
+from hgemm_course.ladder import get, registry
+
+# myst-parser still reads an attribute Sphinx 9 deprecates, once per reference: a note to its authors, not to us
+pytestmark = pytest.mark.filterwarnings("ignore:'myst_parser.sphinx_ext.myst_refs.MystReferenceResolver.app' is deprecated")
+
+ROOT = book.checkout_root()
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTEFACTS = ROOT / "book-artefacts"           # screenshots for a person to look at (git-ignored)
+SECRET_LINE_CHARS = 20                        # a shorter solution line ("return out") says nothing of the answer
+
+
+def normalized(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def solution_lines(name: str) -> list[str]:
+    """The lines of ``solutions/<name>`` that its exercise file does not show anywhere: the answer, line by line."""
+    suffix = book.exercises(ROOT)[name].suffix
+    exercise = normalized((ROOT / "exercises" / f"{name}{suffix}").read_text())
+    solution = [normalized(line) for line in (ROOT / "solutions" / f"{name}{suffix}").read_text().splitlines()]
+    return [line for line in solution if len(line) >= SECRET_LINE_CHARS and line not in exercise]
+
+
+@functools.lru_cache(maxsize=1)
+def course_text() -> str:
+    """What the site must publish whatever the exercises are: the rungs' kernel sources and the chapters."""
+    sources = [rung.kernel_path.read_text() for rung in registry().values() if rung.kernel_path]
+    return normalized("\n".join(sources + [path.read_text() for path in book.chapters(ROOT)]))
+
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts = []
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def page_text(path: Path) -> str:
+    """What a reader sees of a page: its text with the tags dropped (highlighting splits a line in spans)."""
+    if path.suffix != ".html":
+        return path.read_text()
+    parser = _Text()
+    parser.feed(path.read_text())
+    return "".join(parser.parts)
+
+
+def figure_outputs(notebook: Path) -> int:
+    cells = json.loads(notebook.read_text())["cells"]
+    return sum("image/png" in output.get("data", {}) for cell in cells for output in cell.get("outputs", []))
+
+
+def served(url: str) -> bool:
+    try:
+        with urlopen(url) as response:
+            return response.status == 200
+    except HTTPError:
+        return False
+
+
+# ----------------------------------------------------------------------------- the pages book.py writes
+
+
+def test_chapters_are_found_by_glob_in_course_order(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    for name in ("12_streamk.ipynb", "02_tiled.ipynb", "10_warp_specialized.ipynb", "notes.ipynb", "03_wmma.py"):
+        (tmp_path / "chapters" / name).write_text("{}")
+    assert [p.name for p in book.chapters(tmp_path)] == ["02_tiled.ipynb", "10_warp_specialized.ipynb",
+                                                         "12_streamk.ipynb"]
+
+
+def test_pages_list_every_chapter_exercise_kernel_and_diff_once():
+    pages = book.pages(ROOT)
+    assert len(pages) == len(set(pages)) and pages[0] == "index" and pages[-1] == "results"
+    chapter_pages = [p for p in pages if re.fullmatch(r"\d\d_\w+", p)]
+    assert chapter_pages == [p.stem for p in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))]
+    assert [p for p in pages if p.startswith("exercises/ex")] == [f"exercises/{name}" for name in ALL_EXERCISES]
+    for rung in registry().values():
+        assert f"kernels/{rung.kernel_path.stem}" in pages
+    assert "kernels/diff_04_05" in pages and "kernels/diff_07_09" in pages
+    assert "kernels/diff_02_03" not in pages          # a Numba kernel against a CUDA C++ one says nothing
+
+
+def test_a_diff_page_shows_what_hgemm_course_diff_prints(capsys):
+    old, new = get("04"), get("05")
+    assert main(["diff", "04", "05"]) == 0
+    assert book.rung_diff(old, new) == capsys.readouterr().out
+    page = book.diff_page_text(old, new, {"05": "05_swizzle"})
+    assert "hgemm-course diff 04 05" in page and book.rung_diff(old, new).strip() in page
+    assert "```diff" in page and "(../05_swizzle.ipynb)" in page
+
+
+def test_kernels_show_without_the_markers_of_their_exercise_regions():
+    for rung in registry().values():
+        page = book.kernel_page(book.KernelFile(rung.kernel_path, rung), {})
+        assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page, rung.id
+        old = book.previous_rung(rung)
+        if book.diffable(old, rung):
+            assert "SOLUTION" not in book.rung_diff(old, rung), rung.id
+
+
+def test_the_chapter_box_links_kernel_diff_and_exercise():
+    box = book.chapter_box("05", ["ex05_swizzle"])
+    for target in ("kernels/k05_swizzle.md", "kernels/diff_04_05.md", "exercises/ex05_swizzle.md"):
+        assert f"({target})" in box
+    assert "hgemm-course check ex05_swizzle" in box
+    assert "diff_02_03" not in book.chapter_box("03", [])
+    assert book.chapter_box("00", []) is None
+
+
+@pytest.mark.parametrize("name", list(ALL_EXERCISES))
+def test_an_exercise_page_states_the_problem_and_the_command_but_not_the_answer(name):
+    path = book.exercises(ROOT)[name]
+    page = book.exercise_page(name, path, ALL_EXERCISES[name], None)
+    assert f"hgemm-course check {name}" in page
+    assert normalized(book.problem_statement(path).splitlines()[0]) in normalized(page)
+    assert normalized(path.read_text()) in normalized(page)
+    leaked = [line for line in solution_lines(name) if line in normalized(page)]
+    assert not leaked, f"{name}'s page shows its solution: {leaked}"
+
+
+def test_the_problem_of_a_kernel_exercise_is_its_leading_comment():
+    statement = book.problem_statement(ROOT / "exercises" / "ex03_wmma.cu")
+    assert statement.startswith("Exercise 03") and "#include" not in statement
+
+
+def test_the_landing_page_quotes_readme_and_lists_every_chapter():
+    page = book.landing_page(ROOT, book.chapters(ROOT))
+    assert 'pip install -e ".[dev]" && hgemm-course tour' in page and "pytest --nbval-lax tests chapters" in page
+    assert "jupyter lab chapters/" in page and "ladder_h200.png" in page
+    toctree = page[page.index("```{toctree}"):]
+    assert [line for line in toctree.splitlines() if re.fullmatch(r"\d\d_\w+", line)] == [
+        p.stem for p in book.chapters(ROOT)]
+
+
+def test_a_fence_outgrows_the_backticks_inside_it():
+    assert book.fenced("a ``` b", "python") == "````python\na ``` b\n````\n"
+
+
+def test_book_refuses_an_out_folder_that_holds_something_else(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["book", "--out", str(tmp_path)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert (tmp_path / "notes.txt").read_text() == "mine" and len(list(tmp_path.iterdir())) == 1
+
+
+# ----------------------------------------------------------------------------- the built site
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    for module in ("sphinx", "myst_nb", "furo"):
+        pytest.importorskip(module, reason="the website needs the book extra: pip install -e .[book]")
+    out = tmp_path_factory.mktemp("book") / "site"
+    book.build(out)
+    return out
+
+
+def test_the_site_has_every_page(site):
+    missing = [page for page in book.pages(ROOT) if not (site / f"{page}.html").is_file()]
+    assert not missing
+
+
+def test_no_solution_appears_in_the_site(site):
+    """No file of the site holds a line of a solution. A kernel exercise is a fragment of its rung's kernel,
+    which the site publishes with its chapter: such a line may appear there, never on the exercise's own page."""
+    assert not list(site.rglob("solutions")) and not list(site.rglob("*solution*"))
+    texts = {path: normalized(page_text(path)) for path in site.rglob("*") if path.suffix in (".html", ".js", ".txt")}
+    for name in ALL_EXERCISES:
+        for line in solution_lines(name):
+            where = [p for p, text in texts.items() if line in text]
+            if line in course_text():
+                where = [p for p in where if p.stem == name]
+            assert not where, f"a line of solutions/{name} is published in {where}: {line!r}"
+
+
+# ----------------------------------------------------------------------------- the site in a browser
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):       # the test reports failures itself
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not CHROMIUM.is_file():
+        pytest.skip(f"no {CHROMIUM}: apt-get install chromium chromium-driver")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the dev extra)")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_FLAGS, viewport={"width": 1400, "height": 900})
+        yield context
+        context.close()
+
+
+@dataclass
+class PageVisit:
+    """What one page showed the browser."""
+
+    url: str
+    status: int
+    console_errors: list[str] = field(default_factory=list)
+    broken_images: list[str] = field(default_factory=list)
+    images: int = 0
+    links: list[str] = field(default_factory=list)     # every href of the page, absolute
+    ids: set[str] = field(default_factory=set)          # the anchors a link may point at
+    contents: list[str] = field(default_factory=list)   # the links of the page's own contents box (furo's toc)
+    next_page: list[str] = field(default_factory=list)  # furo's "next" link at the foot of the page
+
+
+def visit(context, url: str) -> PageVisit:
+    page = context.new_page()
+    errors = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("requestfailed", lambda request: errors.append(f"request failed: {request.url}"))
+    response = page.goto(url, wait_until="load")
+    result = PageVisit(url, response.status if response else 0, errors)
+    result.images = page.eval_on_selector_all("img", "imgs => imgs.length")
+    result.broken_images = page.eval_on_selector_all(
+        "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+    result.links = page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)")
+    result.ids = set(page.eval_on_selector_all("[id]", "nodes => nodes.map(n => n.id)"))
+    result.contents = page.eval_on_selector_all(".toc-tree a", "links => links.map(a => a.href)")
+    result.next_page = page.eval_on_selector_all("a.next-page", "links => links.map(a => a.href)")
+    page.close()
+    return result
+
+
+@pytest.fixture(scope="module")
+def crawl(browser, server) -> dict[str, PageVisit]:
+    """Every page reachable from the landing page and the chapter pages, each opened in the browser once."""
+    start = [server] + [f"{server}{path.stem}.html" for path in book.chapters(ROOT)]
+    visits, queue = {}, deque(start)
+    while queue:
+        url = queue.popleft()
+        if url in visits:
+            continue
+        visits[url] = found = visit(browser, url)
+        for link in found.links:
+            target = urldefrag(link).url
+            if target.startswith(server) and target not in visits and urlparse(target).path.endswith((".html", "/")):
+                queue.append(target)
+    return visits
+
+
+def test_every_page_is_reached_from_the_landing_page(crawl, server):
+    reached = {urldefrag(url).url.removeprefix(server) or "index.html" for url in crawl}
+    assert not [page for page in book.pages(ROOT) if f"{page}.html" not in reached]
+
+
+def test_no_link_inside_the_site_is_broken(crawl, server):
+    broken = []
+    for visit_ in crawl.values():
+        for link in visit_.links:
+            target, anchor = urldefrag(link)
+            if not target.startswith(server):
+                continue
+            landed = crawl.get(target)
+            if landed is None:                      # an image, a stylesheet: fetched, not opened as a page
+                broken += [] if served(target) else [(visit_.url, link)]
+            elif landed.status != 200 or (anchor and anchor not in landed.ids):
+                broken.append((visit_.url, link))
+    assert not broken
+
+
+def test_every_image_loads_and_no_page_logs_an_error(crawl):
+    assert not {url: v.broken_images for url, v in crawl.items() if v.broken_images}
+    assert not {url: v.console_errors for url, v in crawl.items() if v.console_errors}
+    assert not {url: v.status for url, v in crawl.items() if v.status != 200}
+
+
+def test_the_landing_page_shows_the_ladder_and_every_chapter(crawl, server):
+    landing = crawl[server]
+    assert landing.images >= 1
+    for path in book.chapters(ROOT):
+        assert f"{server}{path.stem}.html" in landing.links
+
+
+def test_a_chapter_page_has_navigation_contents_figures_and_its_code(crawl, server):
+    paths = book.chapters(ROOT)
+    for path, following in zip(paths, paths[1:] + [None]):
+        chapter = crawl[f"{server}{path.stem}.html"]
+        figures = figure_outputs(path)
+        assert chapter.images >= figures, f"{path.name}: {chapter.images} images for {figures} figure outputs"
+        if following:
+            assert chapter.next_page == [f"{server}{following.stem}.html"]
+        sections = [link for link in chapter.contents if urldefrag(link).fragment]
+        assert sections and all(urldefrag(link).fragment in chapter.ids for link in sections), path.name
+        for rung in book.rungs_of_chapter(path.name[:2]):
+            assert f"{server}kernels/{rung.kernel_path.stem}.html" in chapter.links
+        for name in ALL_EXERCISES:
+            if name[2:4] == path.name[:2]:
+                assert f"{server}exercises/{name}.html" in chapter.links
+    swizzle = crawl[f"{server}05_swizzle.html"]
+    assert f"{server}kernels/diff_04_05.html" in swizzle.links
+    assert f"{server}05_swizzle.html#the-picture" in swizzle.contents
+
+
+def test_screenshots_of_the_landing_page_and_a_chapter(browser, server, crawl):
+    shutil.rmtree(ARTEFACTS, ignore_errors=True)
+    ARTEFACTS.mkdir()
+    page = browser.new_page()
+    for name, url in (("landing", server), ("chapter_05_swizzle", f"{server}05_swizzle.html")):
+        page.goto(url, wait_until="load")
+        page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=False)
+        assert (ARTEFACTS / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.close()
