@@ -242,3 +242,13 @@ def test_a_notebook_kernel_survives_a_hostile_exercise(tmp_path):
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_a_learner_file_imports_its_neighbours(tmp_path):
+    """As `python FILE` would: a helper module beside the learner's file imports in the checker's child."""
+    (tmp_path / "my_helpers.py").write_text("def xor_swizzle(row, chunk):\n    return chunk ^ (row % 8)\n")
+    path = tmp_path / "mine.py"
+    path.write_text("from my_helpers import xor_swizzle\n\n\ndef swizzle_128b(row, chunk):\n"
+                    "    return xor_swizzle(row, chunk)\n")
+    result = check("ex05", path)
+    assert result.passed, result.message

@@ -99,8 +99,11 @@ def _start(request: _Request, sender: Connection, workdir: str):
     fd = sender.fileno()
     plain = {"exercise": request.exercise.name, "source": str(request.source), "timeout": request.timeout,
              "draw_to": str(request.draw_to) if request.draw_to else None}
+    # The learner's folder on the child's path, as `python FILE` puts it: the file's neighbours import.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(request.source.parent),
+                                                                     os.environ.get("PYTHONPATH")])))
     return subprocess.Popen([sys.executable, "-m", "hgemm_course.check", str(fd), json.dumps(plain)],
-                            pass_fds=(fd,), cwd=workdir, start_new_session=True)
+                            pass_fds=(fd,), cwd=workdir, start_new_session=True, env=env)
 
 
 def _listen(receiver: Connection, pid: int, timeout: float) -> tuple[_Report, bool]:
@@ -275,7 +278,6 @@ def _check(request: _Request, source: Path | None, conn) -> CheckResult:
     func = request.func
     if func is None:
         conn.send(("importing", True))
-        sys.path.insert(0, str(request.source.parent))   # as `python FILE` does: the file's neighbours import
         try:
             func = load_function(request.source, spec.function)
         except Failure as failure:
