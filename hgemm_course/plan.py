@@ -14,6 +14,12 @@ from functools import lru_cache, partial
 from typing import Callable
 
 SK_WAVES_TRIED = (0, 1, 2)      # whole waves rung 12 may divide besides the last, part-empty one
+# The model's two costs, fitted to rung 11 and rung 12's sk_waves variants timed on the H200 at six shapes
+# (research/fit_streamk_model.py on results/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3
+# K-iterations, and a stream-K iteration 1.2 data-parallel ones (its clusters sit at scattered K offsets, so
+# they share less of what they load in L2 than clusters walking neighbouring tiles in step).
+PLAN_FIXUP_ITERS = 3.0
+PLAN_SK_ITER_COST = 1.2
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,8 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     shape = dict(tile_m=TILES.bm, tile_n=TILES.bn, tile_k=TILES.bk, units=units, cluster_m=CLUSTER_M)
     tiles = waves.schedule(M, N, K, mode="dp", **shape).tiles
     whole = rung11_efficiency(M, N, units)
-    split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, **shape) for sk in SK_WAVES_TRIED}
+    split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, fixup_iters=PLAN_FIXUP_ITERS,
+                                sk_iter_cost=PLAN_SK_ITER_COST, **shape) for sk in SK_WAVES_TRIED}
     efficiency = {"rung 11": whole} | {f"rung 12, sk_waves={sk}": s.efficiency for sk, s in split.items()}
     best = max(SK_WAVES_TRIED, key=lambda sk: (split[sk].efficiency, -sk))
     gain = split[best].efficiency / whole - 1
@@ -85,3 +92,10 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
                   f"{max(gain, 0):.1%}, within the model's {waves.DP_MARGIN:.0%} margin.")
     return Plan(M, N, K, rung, options, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
+
+
+@lru_cache(maxsize=1024)
+def best_sk_waves(M: int, N: int, K: int, units: int | None = None) -> int:
+    """The sk_waves the model likes best for rung 12 at this shape (what rung 12 runs when none is given)."""
+    p = plan(M, N, K, units)
+    return max(SK_WAVES_TRIED, key=lambda sk: (p.efficiency[f"rung 12, sk_waves={sk}"], -sk))

@@ -185,3 +185,35 @@ def test_gemm_numpy_in_numpy_out_with_out():
     assert hgemm_course.gemm(a, b, out=out) is out
     ref = a.astype(np.float32) @ b.astype(np.float32)
     assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-3
+
+
+@pytest.mark.gpu
+def test_gemm_runs_on_the_gpu_its_operands_live_on():
+    """Operands on the second GPU: with the first one current, C comes back right and on the operands' GPU,
+    which stays current for nobody but the call; and on a stream of the second GPU. Every tensor-core path
+    gemm() takes: rung 05, rung 11, the plan (rung 12 at 3072^3) and rung 12, each also loaded on GPU 0."""
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs (the H200 x2 machine)")
+    rng = np.random.default_rng(4)
+    for rung, (M, N, K) in (("05", (385, 264, 136)), ("11", (1000, 776, 520)), (None, (3072, 3072, 3072)),
+                            ("12", (2304, 4608, 1024))):
+        with cupy.cuda.Device(0):
+            ones = cupy.ones((M, K), cupy.float16)
+            hgemm_course.gemm(ones, cupy.ones((K, N), cupy.float16), rung)   # the kernels loaded on GPU 0 first
+        with cupy.cuda.Device(1):
+            a = cupy.asarray(rng.uniform(-1, 1, (M, K)).astype(np.float16))
+            b = cupy.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float16))
+            ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+        with cupy.cuda.Device(0):                        # the other GPU current, as a caller may leave it
+            c = hgemm_course.gemm(a, b, rung)
+            assert c.device.id == 1 and cupy.cuda.runtime.getDevice() == 0
+        with cupy.cuda.Device(1):
+            stream = cupy.cuda.Stream(non_blocking=True)
+            with stream:
+                on_stream = hgemm_course.gemm(a, b, rung)
+            stream.synchronize()
+            for got in (c, on_stream):
+                err = float(cupy.linalg.norm(got.astype(cupy.float32) - ref) / cupy.linalg.norm(ref))
+                assert err < 1e-3, (rung, M, N, K, err)

@@ -13,7 +13,7 @@ from hgemm_course.sim.waves import choose_split, hybrid_split, predicted_efficie
 SMALL = {"tile_m": 16, "tile_n": 16, "tile_k": 8}
 
 
-def slow_schedule(tiles, iters_per_tile, units, dp_tiles, fixup):
+def slow_schedule(tiles, iters_per_tile, units, dp_tiles, fixup, sk_cost=1.0):
     """The model written out iteration by iteration: (segments, done, busy, finish)."""
     total = (tiles - dp_tiles) * iters_per_tile
     sizes = [total // units + (1 if u < total % units else 0) for u in range(units)]
@@ -32,7 +32,7 @@ def slow_schedule(tiles, iters_per_tile, units, dp_tiles, fixup):
     for u in range(units):
         for tile, kb, ke in pieces[u]:
             segments.append((u, tile, kb, ke, clock[u]))
-            clock[u] += ke - kb
+            clock[u] += (ke - kb) * sk_cost
             if kb > 0:
                 clock[u] += fixup
             elif ke < iters_per_tile:
@@ -61,9 +61,12 @@ def test_schedule_agrees_with_the_slow_twin():
         m, n, k = (int(x) for x in rng.integers(1, 200, 3))
         units, cluster_m = int(rng.integers(1, 14)), int(rng.integers(1, 3))
         fixup = float(rng.choice([0.0, 1.0, 2.5]))
+        sk_cost = float(rng.choice([1.0, 1.25, 2.0]))
         for mode in waves.MODES:
-            got = schedule(m, n, k, **SMALL, units=units, cluster_m=cluster_m, mode=mode, fixup_iters=fixup)
-            segments, done, busy, finish = slow_schedule(got.tiles, got.iters_per_tile, units, got.dp_tiles, fixup)
+            got = schedule(m, n, k, **SMALL, units=units, cluster_m=cluster_m, mode=mode, fixup_iters=fixup,
+                           sk_iter_cost=sk_cost)
+            segments, done, busy, finish = slow_schedule(got.tiles, got.iters_per_tile, units, got.dp_tiles, fixup,
+                                                         sk_cost)
             assert got.segments == segments
             assert got.segment_done.tolist() == done
             assert got.busy.tolist() == busy and got.finish.tolist() == finish

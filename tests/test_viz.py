@@ -143,7 +143,7 @@ FIGURE_KWARGS = {
     "l2-supertile": SMALL_L2,
     "ladder": {"records": FAKE_RECORDS},
     "roofline": {"records": FAKE_RECORDS, "ceilings": FAKE_CEILINGS},
-    "waves": {},
+    "waves": {}, "pipeline": {}, "shape-sweep": {},
 }
 
 
@@ -155,3 +155,12 @@ def test_every_figure_renders_to_png(name):
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=50)
     assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_shape_sweep_marks_the_plans_choice_and_scores_only_non_square_shapes():
+    from hgemm_course.viz import shape_sweep_data
+
+    data = shape_sweep_data()
+    assert set(data["planned"]) <= {"11", "12"} and len(data["planned"]) == len(data["shapes"])
+    nonsquare = [p for p, (M, N, K) in zip(data["planned_pct"], data["shapes"]) if not M == N == K]
+    assert data["min_planned"] == min(nonsquare)

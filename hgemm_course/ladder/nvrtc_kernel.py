@@ -6,7 +6,7 @@ checks them with sentences a learner can act on, and hands ``launch`` to its ``R
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Callable
 
 import numpy as np
@@ -49,11 +49,21 @@ class TemplateKernel:
         names = (self.name_expression, self.smem_check) if self.smem_layout else (self.name_expression,)
         return compile_cuda(self.source, name_expressions=names, arch=self.arch)
 
+    @cached_property
+    def _functions(self) -> dict:
+        """The loaded kernel per GPU id, kept on the instance: looking it up by the dataclass's hash would cost
+        a hash of every field on every launch."""
+        return {}
+
     def function(self):
         """The loaded kernel on the current GPU, compiled once and loaded once per GPU (launches stay cheap)."""
         from cupy.cuda import runtime
 
-        return _loaded_function(self, runtime.getDevice())
+        device_id = runtime.getDevice()
+        fn = self._functions.get(device_id)
+        if fn is None:
+            fn = self._functions[device_id] = _loaded_function(self, device_id)
+        return fn
 
     def launch(self, a, b, c, *extra_args) -> None:
         """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...)."""

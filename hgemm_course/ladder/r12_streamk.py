@@ -7,6 +7,9 @@ import threading
 from dataclasses import asdict
 from functools import lru_cache
 
+import numpy as np
+
+from .. import tensormap
 from . import Rung
 from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require
 from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
@@ -15,13 +18,14 @@ from .r11_persistent import CLUSTER_M, SUPER, TILES, _map_c, resident_ctas, smem
 SOURCE = "k12_streamk.cu"
 # Whole waves of tiles kept back from the data-parallel part and divided by K with the remainder: 0 divides
 # only the last, part-empty wave's tiles; 1 spreads the remainder and one whole wave over every cluster,
-# the stream-K paper's "two-tile" hybrid, whose pieces are longer than a fix-up.
-SK_WAVES = 1
+# the stream-K paper's "two-tile" hybrid, whose pieces are longer than a fix-up. None: the waves model picks
+# per shape (plan.best_sk_waves), since the H200 ranked them differently at different shapes.
+SK_WAVES = None
 TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2), (8, 4)), clusters=(2, 1),
                   consumers=(2,))
 
 
-def stream_k_split(tiles: int, units: int, sk_waves: int = SK_WAVES) -> int:
+def stream_k_split(tiles: int, units: int, sk_waves: int = 1) -> int:
     """The tiles that go out whole (data-parallel) when ``units`` clusters share ``tiles`` tiles: every
     tile when they make whole waves, else all but the part-empty last wave and ``sk_waves`` whole
     waves before it (as many as there are)."""
@@ -82,24 +86,29 @@ def workspace(device: int, stream: int) -> Workspace:
         return _workspaces.setdefault((device, stream), Workspace())
 
 
-def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int = SK_WAVES) -> None:
-    import cupy
-    import numpy as np
-
+@lru_cache(maxsize=1024)
+def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: tuple[int, int], cluster_m: int,
+                 consumers: int, sk_waves: int | None) -> tuple[TemplateKernel, int, np.int32]:
+    """(kernel, CTAs, data-parallel tiles) of one shape, worked out once: a launch only looks them up."""
     kern = kernel(tiles, super_mn, cluster_m, consumers)
-    M, N = c.shape
     ctas = kern.grid(M, N)[0]
     units = ctas // cluster_m
-    dp_tiles = stream_k_split(cdiv(cdiv(M, tiles.bm), cluster_m) * cdiv(N, tiles.bn), units, sk_waves)
+    if sk_waves is None:
+        from ..plan import best_sk_waves
+
+        sk_waves = best_sk_waves(M, N, K, units)
+    return kern, ctas, np.int32(stream_k_split(cdiv(cdiv(M, tiles.bm), cluster_m) * cdiv(N, tiles.bn), units, sk_waves))
+
+
+def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
+           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int | None = SK_WAVES) -> None:
+    import cupy
+
+    M, N = c.shape
+    kern, ctas, dp_tiles = _launch_plan(M, N, a.shape[1], tiles, super_mn, cluster_m, consumers, sk_waves)
     partials, flags, epoch = workspace(a.device.id, cupy.cuda.get_current_stream().ptr).take(ctas, tiles.bm * tiles.bn)
-    kern.launch(a, b, c, *_maps(a, b, c, tiles, consumers), partials, flags, np.int32(dp_tiles), np.uint32(epoch))
-
-
-def _maps(a, b, c, tiles, consumers):
-    from .. import tensormap
-
-    return (*tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, *c.shape, tiles.bm // consumers))
+    kern.launch(a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, M, N, tiles.bm // consumers),
+                partials, flags, dp_tiles, np.uint32(epoch))
 
 
 RUNG = Rung(

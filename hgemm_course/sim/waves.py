@@ -67,12 +67,13 @@ def _ranges(total, units):
 
 
 @njit(cache=True)
-def _simulate(tiles, iters_per_tile, units, dp_tiles, fixup):
+def _simulate(tiles, iters_per_tile, units, dp_tiles, fixup, sk_cost):
     """The schedule's segments and per-unit times.
 
     Segments (one per piece of a tile one unit computes) come in two blocks: the ``dp_tiles``
     data-parallel tiles in tile order, then the stream-K segments in global iteration order
-    (unit by unit, so the contributors of a tile follow its owner). Returns
+    (unit by unit, so the contributors of a tile follow its owner); a stream-K iteration costs ``sk_cost``
+    time steps. Returns
     (unit, tile, k_begin, k_end, start, done, busy, finish): ``done`` is when the segment's
     piece is finished (computed, and for a partial also written or, for the owner, reduced).
     """
@@ -111,7 +112,7 @@ def _simulate(tiles, iters_per_tile, units, dp_tiles, fixup):
             ke = min(end - local_tile * iters_per_tile, iters_per_tile)
             seg_unit[s], seg_tile[s], seg_kb[s], seg_ke[s] = u, dp_tiles + local_tile, kb, ke
             seg_start[s] = clock[u]
-            clock[u] += ke - kb
+            clock[u] += (ke - kb) * sk_cost
             if kb > 0:                             # a contributor: its partial goes to the workspace
                 clock[u] += fixup
             elif ke < iters_per_tile:              # the owner of a partial tile: reduced below
@@ -197,24 +198,28 @@ class WaveSchedule:
 
 def schedule(m: int, n: int, k: int, *, tile_m: int = TILE_M, tile_n: int = TILE_N, tile_k: int = TILE_K,
              units: int = UNITS, cluster_m: int = CLUSTER_M, mode: str = "dp", fixup_iters: float = FIXUP_ITERS,
-             sk_waves: int = 1) -> WaveSchedule:
+             sk_waves: int = 1, sk_iter_cost: float = 1.0) -> WaveSchedule:
     """How the output tiles of an m x n x k GEMM land on ``units`` persistent units under ``mode``.
 
     Defaults are rung 11 on the H200: 128x256x64 tiles, clusters of ``cluster_m`` = 2 CTAs (each
     unit's work item a 256x256 cluster tile), 66 units. ``mode`` is ``dp``, ``streamk`` or ``hybrid``
     (the module docstring describes them and the cost of a fix-up, ``fixup_iters``); ``sk_waves``
-    is the hybrid's count of full waves handed to stream-K (:func:`hybrid_split`).
+    is the hybrid's count of full waves handed to stream-K (:func:`hybrid_split`). ``sk_iter_cost`` is
+    the time a stream-K iteration takes, in data-parallel iterations: more than 1 where the stream-K
+    phase loses the L2 reuse of tiles that run in step (its units sit at scattered K offsets).
     """
     _require_counts(m=m, n=n, k=k, tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, units=units, cluster_m=cluster_m)
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is not one of {', '.join(MODES)}")
     if not fixup_iters >= 0:
         raise ValueError(f"fixup_iters={fixup_iters}: a fix-up costs zero or more K-iterations")
+    if not sk_iter_cost > 0:
+        raise ValueError(f"sk_iter_cost={sk_iter_cost}: a stream-K iteration takes a positive time")
     tiles = _cdiv(_cdiv(m, tile_m), cluster_m) * _cdiv(n, tile_n)
     iters_per_tile = _cdiv(k, tile_k)
     dp_tiles = {"dp": tiles, "streamk": 0, "hybrid": hybrid_split(tiles, units, sk_waves=sk_waves)[0]}[mode]
     unit, tile, kb, ke, start, done, busy, finish = _simulate(tiles, iters_per_tile, units, dp_tiles,
-                                                              float(fixup_iters))
+                                                              float(fixup_iters), float(sk_iter_cost))
     makespan = float(finish.max())
     partial = np.unique(tile[(kb > 0) | (ke < iters_per_tile)]).size
     return WaveSchedule(

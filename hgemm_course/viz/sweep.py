@@ -5,7 +5,8 @@ from matplotlib.figure import Figure
 
 
 def shape_sweep_data(records=None, *, rungs=("11", "12")):
-    """% of cuBLAS of ``rungs`` per shape from the newest recorded run that timed them all, with the plan's pick.
+    """% of cuBLAS of ``rungs`` per shape from the newest recorded run that timed them all on non-square shapes,
+    with the plan's pick.
 
     ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
     Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%],
@@ -21,7 +22,7 @@ def shape_sweep_data(records=None, *, rungs=("11", "12")):
     for r in records:
         by_file.setdefault(r["file"], {})[(r["rung"], r["M"], r["N"], r["K"])] = r
     complete = {f: recs for f, recs in by_file.items()
-                if all(any(k[0] == rung for k in recs) for rung in rungs)}
+                if all(any(k[0] == rung and not k[1] == k[2] == k[3] for k in recs) for rung in rungs)}
     if not complete:
         raise ValueError(f"No recorded run times rungs {', '.join(rungs)} together: run "
                          f"`hgemm-course bench {' '.join(rungs)} --shapes benchmarks/shapes_nonsquare.txt` on an H200.")
