@@ -97,6 +97,10 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
         for (int kk = 0; kk < BK / 16; ++kk) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a_frag[FRAG_M]; // FRAG_M x (16, 16) halves of A
             wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b_frag[FRAG_N]; // FRAG_N x (16, 16) halves of B
+// BEGIN SOLUTION
+// EXERCISE: // TODO: load a_frag[i] (rows warp_m * WM + 16 i, k 16 kk of a_tile) and b_frag[j] (k rows 16 kk,
+// EXERCISE: //       columns warp_n * WN + 16 j of b_tile) with wmma::load_matrix_sync, leading dimensions
+// EXERCISE: //       A_LD and B_LD, then wmma::mma_sync every pair (i, j) into acc[i][j].
 #pragma unroll
             for (int i = 0; i < FRAG_M; ++i) {
                 wmma::load_matrix_sync(a_frag[i], a_tile + (warp_m * WM + i * 16) * A_LD + kk * 16, A_LD);
@@ -112,6 +116,7 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
                     wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
                 }
             }
+// END SOLUTION
         }
     }
 
