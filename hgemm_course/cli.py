@@ -523,6 +523,8 @@ examples:
   hgemm-course viz swizzle                           draw a figure into ./swizzle.png
   hgemm-course check ex05_swizzle --path my_ex05.py  check your answer to exercise 05
   hgemm-course diff 05 06                            what chapter 06 changes in the kernel
+  hgemm-course plan 3072x3072x16384                  which kernel gemm() runs for a shape, and why
+  hgemm-course book --out site                       the course as a website, in ./site/
 """
 
 

@@ -210,7 +210,8 @@ def test_top_level_help_ends_with_examples(capsys):
     commands = [line.split("  ")[1].strip() for line in examples]
     assert commands == ["hgemm-course tour", "hgemm-course verify 05 --sizes 1000x1000x64",
                         "hgemm-course bench 05 11 --sizes 4096", "hgemm-course viz swizzle",
-                        "hgemm-course check ex05_swizzle --path my_ex05.py", "hgemm-course diff 05 06"]
+                        "hgemm-course check ex05_swizzle --path my_ex05.py", "hgemm-course diff 05 06",
+                        "hgemm-course plan 3072x3072x16384", "hgemm-course book --out site"]
 
 
 def test_list_aligns_its_columns(capsys):
