@@ -54,3 +54,16 @@ def test_without_gpp_a_solution_passes_with_a_note_and_the_exercise_still_fails(
     result = check(name, ROOT / "solutions" / f"{name}.cu", gpu=False)
     assert result.passed and "g++ is not installed" in result.message
     assert not check(name, gpu=False).passed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(KERNEL_EXERCISES))
+def test_on_the_gpu_the_untouched_exercise_fails_with_a_hint_and_the_solution_passes(name):
+    """With the GPU run switched on: the course's untouched copy is refused with a hint, not a traceback, and
+    the solution passes the whole check, the kernel run and C's comparison included."""
+    from hgemm_course.check import check
+
+    untouched = check(name, ROOT / "exercises" / f"{name}.cu", gpu=True)
+    assert not untouched.passed and "Hint" in untouched.message and "Traceback" not in untouched.message
+    solved = check(name, ROOT / "solutions" / f"{name}.cu", gpu=True)
+    assert solved.passed, solved.message
