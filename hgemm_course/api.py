@@ -17,6 +17,7 @@ import numpy as np
 
 from . import NoGPUError, device
 from .ladder import Rung, get, registry
+from .plan import plan
 
 # The rung gemm() runs when none is named: on Hopper the plan picks rung 11 or 12 per shape (plan.py);
 # elsewhere the Numba rung 02.
@@ -50,20 +51,13 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
         r.launch(a, b, c)
         return c
     _require_gpu_for(r.id)
-    launch = _planned_launch(M, N, K) if rung is None and r.id == _DEFAULT_ON_HOPPER else r.launch
+    launch = plan(M, N, K).launch if rung is None and r.id == _DEFAULT_ON_HOPPER else r.launch
     if not on_gpu:
         import cupy
 
         c = _launch_on_gpu(launch, cupy.asarray(a), cupy.asarray(b), None)
         return c.get() if out is None else c.get(out=out)
     return _launch_on_gpu(launch, a, b, out)
-
-
-@lru_cache(maxsize=1024)
-def _planned_launch(M: int, N: int, K: int):
-    from .plan import plan
-
-    return plan(M, N, K).launch
 
 
 def _launch_on_gpu(launch, a, b, out):

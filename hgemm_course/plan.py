@@ -29,6 +29,7 @@ class Plan:
     K: int
     rung: str                   # "11" or "12"
     options: dict               # the rung's launcher keywords (rung 12: sk_waves)
+    sk_waves: int               # rung 12's best split here, whichever rung runs
     units: int                  # clusters that run at once
     tiles: int                  # cluster tiles of C
     efficiency: dict            # predicted busy fraction of each choice tried, by name
@@ -36,7 +37,8 @@ class Plan:
     launch: Callable = field(compare=False, repr=False, default=None)
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("M", "N", "K", "rung", "options", "units", "tiles", "efficiency", "reason")}
+        return {k: getattr(self, k)
+                for k in ("M", "N", "K", "rung", "options", "sk_waves", "units", "tiles", "efficiency", "reason")}
 
 
 def units_here() -> int:
@@ -90,12 +92,6 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         rung, options = "11", {}
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, and dividing by K would gain "
                   f"{max(gain, 0):.1%}, within the model's {waves.DP_MARGIN:.0%} margin.")
-    return Plan(M, N, K, rung, options, units, tiles, efficiency, reason,
+    return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 
-
-@lru_cache(maxsize=1024)
-def best_sk_waves(M: int, N: int, K: int, units: int | None = None) -> int:
-    """The sk_waves the model likes best for rung 12 at this shape (what rung 12 runs when none is given)."""
-    p = plan(M, N, K, units)
-    return max(SK_WAVES_TRIED, key=lambda sk: (p.efficiency[f"rung 12, sk_waves={sk}"], -sk))

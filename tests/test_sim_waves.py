@@ -8,7 +8,7 @@ import pytest
 from hgemm_course.ladder import r11_persistent
 from hgemm_course.sim import waves
 from hgemm_course.sim.l2 import H200_SMS
-from hgemm_course.sim.waves import choose_split, hybrid_split, predicted_efficiency, schedule, streamk_ranges
+from hgemm_course.sim.waves import hybrid_split, predicted_efficiency, schedule, streamk_ranges
 
 SMALL = {"tile_m": 16, "tile_n": 16, "tile_k": 8}
 
@@ -157,14 +157,11 @@ def test_owners_reduce_after_their_contributors():
     assert got.partial_tiles == 16 and got.efficiency < 1
 
 
-def test_choose_split_keeps_dp_unless_the_gain_is_worth_it():
-    assert choose_split(4096, 4096, 4096)["mode"] == "dp"                 # 3.88 waves: 0.3% to gain
-    assert choose_split(2048, 2048, 2048)["mode"] == "dp"                 # under one wave: fix-ups cost more
-    plan = choose_split(3072, 3072, 3072)
-    assert plan["mode"] in ("hybrid", "streamk") and plan["gain"] > 0.2
-    assert set(plan["efficiency"]) == set(waves.MODES) and plan["dp_tiles"] + plan["sk_tiles"] == plan["tiles"]
-    assert choose_split(3072, 3072, 3072, margin=1.0)["mode"] == "dp"
-    assert predicted_efficiency(3072, 3072, 3072, mode=plan["mode"]) == plan["efficiency"][plan["mode"]]
+def test_predicted_efficiency_is_the_schedules():
+    for mode in waves.MODES:
+        got = schedule(3072, 3072, 3072, mode=mode)
+        assert predicted_efficiency(3072, 3072, 3072, mode=mode) == got.efficiency
+        assert got.dp_tiles + got.sk_tiles == got.tiles
 
 
 @pytest.mark.parametrize("kw, message", [

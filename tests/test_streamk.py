@@ -12,20 +12,12 @@ from hgemm_course.plan import plan, rung11_efficiency
 from hgemm_course.sim import waves
 
 
-@pytest.mark.parametrize("units", [1, 7, 66, 132])
-def test_the_launchers_split_is_the_simulators(units):
-    for tiles in range(0 if units > 1 else 1, 5 * units + 3):
-        for sk in (0, 1, 2, 5):
-            if tiles == 0:
-                continue
-            assert r12_streamk.stream_k_split(tiles, units, sk) == waves.hybrid_split(tiles, units, sk_waves=sk)[0]
-
-
 def test_whole_waves_stay_whole_and_a_part_wave_is_divided():
-    assert r12_streamk.stream_k_split(132, 66) == 132          # two whole waves: nothing to divide
-    assert r12_streamk.stream_k_split(144, 66) == 66           # 2.18 waves: the last two divided (sk_waves=1)
-    assert r12_streamk.stream_k_split(144, 66, 0) == 132       # only the part-empty one
-    assert r12_streamk.stream_k_split(16, 66) == 0             # under one wave: every tile divided
+    """The split rung 12's launcher takes from the simulator (its data-parallel tiles)."""
+    assert waves.hybrid_split(132, 66)[0] == 132               # two whole waves: nothing to divide
+    assert waves.hybrid_split(144, 66)[0] == 66                # 2.18 waves: the last two divided (sk_waves=1)
+    assert waves.hybrid_split(144, 66, sk_waves=0)[0] == 132   # only the part-empty one
+    assert waves.hybrid_split(16, 66)[0] == 0                  # under one wave: every tile divided
 
 
 def test_rung12_compiles_without_serialized_wgmma_or_spills():
@@ -42,7 +34,7 @@ def test_rung11_walk_counts_the_skipped_edge_positions():
     assert rung11_efficiency(5120, 5120, 66) < waves.schedule(5120, 5120, 5120).efficiency - 0.1
 
 
-@pytest.mark.parametrize("shape, rung", [((3072, 3072, 3072), "12"), ((4096, 4096, 4096), "11"),
+@pytest.mark.parametrize("shape, rung", [((3072, 3072, 3072), "12"), ((4096, 4096, 4096), "11"), ((2048, 2048, 2048), "11"),
                                          ((2048, 2048, 16384), "11"), ((2304, 4608, 8192), "12"),
                                          ((5000, 3000, 1000), None)])
 def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
@@ -52,6 +44,8 @@ def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
         assert p.rung == rung
     best12 = max(v for k, v in p.efficiency.items() if k.startswith("rung 12"))
     assert (p.rung == "12") == (best12 > p.efficiency["rung 11"] * (1 + waves.DP_MARGIN))
+    assert p.efficiency[f"rung 12, sk_waves={p.sk_waves}"] == best12
+    assert p.options == ({"sk_waves": p.sk_waves} if p.rung == "12" else {})
 
 
 def test_plan_agrees_with_the_recorded_sweep():

@@ -11,35 +11,26 @@ import numpy as np
 
 from .. import tensormap
 from . import Rung
-from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require
+from . import r11_persistent
+from .nvrtc_kernel import TemplateKernel, Tunable, cdiv
 from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
 from .r11_persistent import CLUSTER_M, SUPER, TILES, _map_c, resident_ctas, smem_bytes
 
 SOURCE = "k12_streamk.cu"
 # Whole waves of tiles kept back from the data-parallel part and divided by K with the remainder: 0 divides
 # only the last, part-empty wave's tiles; 1 spreads the remainder and one whole wave over every cluster,
-# the stream-K paper's "two-tile" hybrid, whose pieces are longer than a fix-up. None: the waves model picks
-# per shape (plan.best_sk_waves), since the H200 ranked them differently at different shapes.
+# the stream-K paper's "two-tile" hybrid, whose pieces are longer than a fix-up (sim.waves.hybrid_split counts
+# them). None: the waves model picks per shape (plan.plan's sk_waves), since the H200 ranked them differently at
+# different shapes.
 SK_WAVES = None
 TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2), (8, 4)), clusters=(2, 1),
                   consumers=(2,))
 
 
-def stream_k_split(tiles: int, units: int, sk_waves: int = 1) -> int:
-    """The tiles that go out whole (data-parallel) when ``units`` clusters share ``tiles`` tiles: every
-    tile when they make whole waves, else all but the part-empty last wave and ``sk_waves`` whole
-    waves before it (as many as there are)."""
-    require(units >= 1 and tiles >= 0 and sk_waves >= 0, f"tiles={tiles}, units={units}, sk_waves={sk_waves}: "
-            "need at least one unit and no negative counts.")
-    if tiles % units == 0:
-        return tiles
-    return max(tiles // units - sk_waves, 0) * units
-
-
 @lru_cache(maxsize=None)
 def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
            cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> TemplateKernel:
-    rung11 = _rung11_kernel(tiles, super_mn, cluster_m, consumers)   # rung 11's refusals hold here too
+    rung11 = r11_persistent.kernel(tiles, super_mn, None, cluster_m, consumers)  # rung 11's refusals hold here too
 
     @lru_cache(maxsize=256)               # every resident cluster takes a share: the whole GPU, whatever the shape
     def grid(M: int, N: int) -> tuple[int]:
@@ -48,12 +39,6 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes, grid=grid,
                           smem_layout=rung11.smem_layout)
     return kern
-
-
-def _rung11_kernel(tiles, super_mn, cluster_m, consumers) -> TemplateKernel:
-    from . import r11_persistent
-
-    return r11_persistent.kernel(tiles, super_mn, None, cluster_m, consumers)
 
 
 class Workspace:
@@ -65,13 +50,15 @@ class Workspace:
         self.partials = self.flags = None
         self.epoch = 0
 
-    def take(self, ctas: int, tile_floats: int):
+    def take(self, ctas: int, tile_floats: int, consumers: int):
+        """Room for ``ctas`` CTAs of ``consumers`` consumers each: a tile's partial sums per CTA (its
+        consumers' slots side by side) and a flag per consumer; and this launch's epoch."""
         import cupy
 
         if self.partials is None or self.partials.size < ctas * tile_floats:
             self.partials = cupy.empty(ctas * tile_floats, dtype=cupy.float32)
-        if self.flags is None or self.flags.size < ctas * CONSUMERS:
-            self.flags = cupy.zeros(max(ctas, 1) * 2, dtype=cupy.uint32)  # two consumers at most
+        if self.flags is None or self.flags.size < ctas * consumers:
+            self.flags = cupy.zeros(ctas * consumers, dtype=cupy.uint32)
             self.epoch = 0
         self.epoch = self.epoch % 0xFFFFFFFF + 1   # 1, 2, .., never 0: the flags' first value
         return self.partials, self.flags, self.epoch
@@ -93,11 +80,14 @@ def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: 
     kern = kernel(tiles, super_mn, cluster_m, consumers)
     ctas = kern.grid(M, N)[0]
     units = ctas // cluster_m
-    if sk_waves is None:
-        from ..plan import best_sk_waves
+    from ..sim.waves import hybrid_split    # here, not at the top: sim imports Numba, the registry must not
 
-        sk_waves = best_sk_waves(M, N, K, units)
-    return kern, ctas, np.int32(stream_k_split(cdiv(cdiv(M, tiles.bm), cluster_m) * cdiv(N, tiles.bn), units, sk_waves))
+    if sk_waves is None:
+        from ..plan import plan
+
+        sk_waves = plan(M, N, K, units).sk_waves
+    dp_tiles, _ = hybrid_split(cdiv(cdiv(M, tiles.bm), cluster_m) * cdiv(N, tiles.bn), units, sk_waves=sk_waves)
+    return kern, ctas, np.int32(dp_tiles)
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
@@ -106,9 +96,10 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
 
     M, N = c.shape
     kern, ctas, dp_tiles = _launch_plan(M, N, a.shape[1], tiles, super_mn, cluster_m, consumers, sk_waves)
-    partials, flags, epoch = workspace(a.device.id, cupy.cuda.get_current_stream().ptr).take(ctas, tiles.bm * tiles.bn)
-    kern.launch(a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, M, N, tiles.bm // consumers),
-                partials, flags, dp_tiles, np.uint32(epoch))
+    space = workspace(a.device.id, cupy.cuda.get_current_stream().ptr)
+    partials, flags, epoch = space.take(ctas, tiles.bm * tiles.bn, consumers)
+    kern.launch(a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk),
+                _map_c(c.data.ptr, M, N, tiles.bm // consumers), partials, flags, dp_tiles, np.uint32(epoch))
 
 
 RUNG = Rung(

@@ -36,7 +36,7 @@ from .l2 import L2Result, l2_model
 from .occupancy import H200, ctas_per_sm, occupancy_report
 from .raster import ORDERS, cta_order, launch_index_grid
 from .swizzle import LAYOUTS, TileLayout, chunk_map, swizzle, swizzle_128b, swizzle_address, tile_byte_offset
-from .waves import WaveSchedule, choose_split, hybrid_split, predicted_efficiency, schedule, streamk_ranges
+from .waves import WaveSchedule, hybrid_split, predicted_efficiency, schedule, streamk_ranges
 
 __all__ = [
     "H200", "LAYOUTS", "ORDERS", "L2Result", "TileLayout",
@@ -48,5 +48,5 @@ __all__ = [
     "main_loop_bank_conflicts", "mma_m16n8k16", "occupancy_report", "operand_layouts", "request_cost",
     "store16_addrs", "store16_positions", "swizzle", "swizzle_128b", "swizzle_address",
     "tile_byte_offset", "wavefronts",
-    "WaveSchedule", "choose_split", "hybrid_split", "predicted_efficiency", "schedule", "streamk_ranges",
+    "WaveSchedule", "hybrid_split", "predicted_efficiency", "schedule", "streamk_ranges",
 ]

@@ -48,7 +48,7 @@ MODES = ("dp", "streamk", "hybrid")
 # pair of the H200's 132 SMs. tests/test_sim_waves.py checks them against the launcher.
 TILE_M, TILE_N, TILE_K, CLUSTER_M, UNITS = 128, 256, 64, 2, 66
 FIXUP_ITERS = 3.0
-DP_MARGIN = 0.02          # choose_split keeps data-parallel unless another schedule is this much (relative) better
+DP_MARGIN = 0.02          # a gain in busy fraction below this (relative) is within the model's error
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -234,29 +234,6 @@ def predicted_efficiency(m: int, n: int, k: int, **keywords) -> float:
     """The busy fraction of the units, useful iterations / (units * makespan), of :func:`schedule`
     with the same keywords: the fraction of the GPU's time the schedule keeps doing the GEMM."""
     return schedule(m, n, k, **keywords).efficiency
-
-
-def choose_split(m: int, n: int, k: int, *, tile_m: int = TILE_M, tile_n: int = TILE_N, tile_k: int = TILE_K,
-                 units: int = UNITS, margin: float = DP_MARGIN, **keywords) -> dict:
-    """The schedule to run an m x n x k GEMM with, by predicted efficiency.
-
-    Data-parallel is kept unless stream-K or the hybrid predicts more than ``margin`` (relative)
-    better: below that the model's error (``fixup_iters`` is fitted, L2 effects are left out) is
-    larger than the gain. Between those two, the better one; on a tie the hybrid, which splits
-    fewer tiles. ``keywords`` go to :func:`schedule` (``cluster_m``, ``fixup_iters``, ``sk_waves``).
-    Returns ``{'mode', 'efficiency': {mode: predicted efficiency}, 'gain' (the chosen mode's
-    efficiency over data-parallel's, minus one), 'dp_tiles', 'sk_tiles', 'partial_tiles',
-    'tiles', 'iters_per_tile', 'units'}``.
-    """
-    plans = {mode: schedule(m, n, k, tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, units=units, mode=mode,
-                            **keywords) for mode in MODES}
-    efficiency = {mode: plan.efficiency for mode, plan in plans.items()}
-    split = "hybrid" if efficiency["hybrid"] >= efficiency["streamk"] else "streamk"
-    chosen = split if efficiency[split] > efficiency["dp"] * (1 + margin) else "dp"
-    plan = plans[chosen]
-    return {"mode": chosen, "efficiency": efficiency, "gain": efficiency[chosen] / efficiency["dp"] - 1,
-            "dp_tiles": plan.dp_tiles, "sk_tiles": plan.sk_tiles, "partial_tiles": plan.partial_tiles,
-            "tiles": plan.tiles, "iters_per_tile": plan.iters_per_tile, "units": units}
 
 
 def _require_counts(**counts: int) -> None:

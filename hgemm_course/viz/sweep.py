@@ -16,6 +16,7 @@ def shape_sweep_data(records=None, *, rungs=("11", "12")):
 
     from ..plan import plan
     from ..results import load_records
+    from ..sim.waves import UNITS
 
     records = load_records(latest_only=False) if records is None else records
     by_file: dict[str, dict] = {}
@@ -31,7 +32,7 @@ def shape_sweep_data(records=None, *, rungs=("11", "12")):
     shapes = sorted({k[1:] for k in recs if all((rung, *k[1:]) in recs for rung in rungs)},
                     key=lambda s: (s[0] * s[1] * s[2], s))
     pct = {rung: [recs[(rung, *s)]["pct_cublas"] for s in shapes] for rung in rungs}
-    planned = [plan(*s, units=66).rung for s in shapes]
+    planned = [plan(*s, units=UNITS).rung for s in shapes]     # recorded runs are the H200's
     planned_pct = [recs[(rung, *s)]["pct_cublas"] for rung, s in zip(planned, shapes)]
     any_rec = next(iter(recs.values()))
     nonsquare = [p for p, (M, N, K) in zip(planned_pct, shapes) if not M == N == K] or planned_pct

@@ -7,7 +7,7 @@ from matplotlib.patches import Patch
 
 from ..sim import waves
 
-# on a tie, the simpler schedule: data-parallel, then the hybrid (fewer tiles split), as choose_split does
+# on a tie, the simpler schedule: data-parallel, then the hybrid (fewer tiles split), as plan.plan does
 TIE_ORDER = ("dp", "hybrid", "streamk")
 TITLES = {"dp": "data-parallel", "streamk": "stream-K", "hybrid": "hybrid (data-parallel + stream-K)"}
 
