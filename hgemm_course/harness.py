@@ -150,8 +150,13 @@ class BenchRecord:
     input_sets: int = 1
     rel_fro_err: float = 0.0
     paired: bool = True        # samples alternate rung, cuBLAS, rung, ... (older records: one cuBLAS run per size)
-    sm_clock_mhz: list[int | None] = field(default_factory=list)  # NVML's SM clock as each pair was queued
+    # NVML's SM clock read while each pair's rung launch ran, and while its cuBLAS launch ran (None where the
+    # launch had ended before the reading came back), and whether the power cap was holding the clock down then
+    sm_clock_mhz: list[int | None] = field(default_factory=list)
     pct_cublas_pairwise: float | None = None  # median over pairs of cuBLAS ms / rung ms
+    cublas_sm_clock_mhz: list[int | None] = field(default_factory=list)
+    power_capped: list[bool | None] = field(default_factory=list)
+    cublas_power_capped: list[bool | None] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -180,9 +185,16 @@ def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
 
 
+@dataclass(frozen=True)
+class ClockReading:
+    """One NVML reading: the SM clock in MHz and whether the software power cap was lowering it."""
+    mhz: int
+    power_capped: bool
+
+
 def sm_clock_reader():
-    """A function that returns the current GPU's SM clock in MHz as NVML reads it now, or None where NVML
-    is missing (the GPU is found by its PCI bus id, so CUDA_VISIBLE_DEVICES cannot mix GPUs up)."""
+    """A function that returns a :class:`ClockReading` of the current GPU as NVML sees it now, or None where
+    NVML is missing (the GPU is found by its PCI bus id, so CUDA_VISIBLE_DEVICES cannot mix GPUs up)."""
     try:
         import cupy
         from cuda.bindings import nvml
@@ -191,24 +203,45 @@ def sm_clock_reader():
         handle = nvml.device_get_handle_by_pci_bus_id_v2(cupy.cuda.Device().pci_bus_id)
     except Exception:  # no NVML library, an older cuda-bindings, no GPU: the clock is simply not recorded
         return lambda: None
+    power_cap = int(nvml.ClocksEventReasons.EVENT_REASON_SW_POWER_CAP)
 
-    def read() -> int | None:
+    def read() -> ClockReading | None:
         try:
-            return int(nvml.device_get_clock_info(handle, nvml.ClockType.CLOCK_SM))
+            mhz = int(nvml.device_get_clock_info(handle, nvml.ClockType.CLOCK_SM))
+            return ClockReading(mhz, bool(int(nvml.device_get_current_clocks_event_reasons(handle)) & power_cap))
         except Exception:
             return None
     return read
 
 
-def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None):
+@dataclass
+class PairedTiming:
+    """What :func:`time_paired` measured: milliseconds per launch of each side, and the clock readings taken
+    while each launch ran (None where there was no reader, or the launch had ended before the reading came back)."""
+    fn_ms: list[float]
+    reference_ms: list[float]
+    fn_clocks: list[ClockReading | None]
+    reference_clocks: list[ClockReading | None]
+
+
+def _read_during(clock, launch_began, launch_ended):
+    """``clock()`` as soon as the GPU has passed ``launch_began``, kept only if ``launch_ended`` had not been
+    reached when the reading came back: a GPU left idle runs at its highest clock, which says nothing."""
+    while not launch_began.done:
+        pass
+    reading = clock()
+    return None if launch_ended.done else reading
+
+
+def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None) -> PairedTiming:
     """Milliseconds per launch of ``fn`` and of ``reference``, alternated launch by launch (fn on input set i,
     then reference on set i + half the sets, rotating, so neither finds the other's operands in L2), one CUDA
     event pair around each. Clock drift then moves both sides of a pair alike, so the ratio of the two
     medians holds where two medians taken minutes apart would not. The host queues every pair before it
     waits: waiting after each pair would leave the GPU idle while the next launch is prepared, and the
-    event before it would count that host time as the kernel's. ``clock()`` is read as each pair is queued,
-    so it lags the pair by the launches still ahead of it in the queue.
-    Returns (fn samples, reference samples, clock readings)."""
+    event before it would count that host time as the kernel's. While the queue drains, ``clock()`` is read
+    during each launch, so each side's clock is known: under the power cap a kernel that draws more power
+    per cycle runs at a lower clock than its partner."""
     import cupy
 
     half = len(inputs) // 2
@@ -216,18 +249,20 @@ def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None)
         fn(*inputs[i % len(inputs)])
         reference(*inputs[(i + half) % len(inputs)])
     events = [[cupy.cuda.Event() for _ in range(3)] for _ in range(repeats)]
-    clocks = []
     for i, (start, middle, end) in enumerate(events):
         start.record()
         fn(*inputs[i % len(inputs)])
         middle.record()
         reference(*inputs[(i + half) % len(inputs)])
         end.record()
-        clocks.append(clock() if clock else None)
+    fn_clocks, ref_clocks = [], []
+    for start, middle, end in events:
+        fn_clocks.append(_read_during(clock, start, middle) if clock else None)
+        ref_clocks.append(_read_during(clock, middle, end) if clock else None)
     events[-1][2].synchronize()
-    fn_ms = [cupy.cuda.get_elapsed_time(start, middle) for start, middle, _ in events]
-    ref_ms = [cupy.cuda.get_elapsed_time(middle, end) for _, middle, end in events]
-    return fn_ms, ref_ms, clocks
+    return PairedTiming([cupy.cuda.get_elapsed_time(start, middle) for start, middle, _ in events],
+                        [cupy.cuda.get_elapsed_time(middle, end) for _, middle, end in events],
+                        fn_clocks, ref_clocks)
 
 
 def tflops(M: int, N: int, K: int, ms: float) -> float:
@@ -279,13 +314,15 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 failures.append(check)
                 bar.update()
                 continue
-            samples, cublas_samples, clocks = time_paired(rung.launch, cublas, sets, warmup=warmup, repeats=repeats,
-                                                          clock=clock)
-            ms, cms = statistics.median(samples), statistics.median(cublas_samples)
+            t = time_paired(rung.launch, cublas, sets, warmup=warmup, repeats=repeats, clock=clock)
+            ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             records.append(BenchRecord(
                 rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms), 100.0 * cms / ms,
-                samples, cublas_samples, n_sets, check.rel_fro_err, True, clocks,
-                100.0 * statistics.median(c / r for r, c in zip(samples, cublas_samples))))
+                t.fn_ms, t.reference_ms, n_sets, check.rel_fro_err, True,
+                [c and c.mhz for c in t.fn_clocks],
+                100.0 * statistics.median(c / r for r, c in zip(t.fn_ms, t.reference_ms)),
+                [c and c.mhz for c in t.reference_clocks],
+                [c and c.power_capped for c in t.fn_clocks], [c and c.power_capped for c in t.reference_clocks]))
             bar.update()
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
@@ -293,11 +330,25 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     return records
 
 
+def median_clock(readings) -> float | None:
+    """The median of the clock readings that came back (MHz), or None."""
+    got = [c for c in readings or [] if c]
+    return statistics.median(got) if got else None
+
+
 def format_table(records) -> str:
-    """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS."""
-    rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"]
+    """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS and, where they were read, the
+    median SM clocks while the rung's and cuBLAS's launches ran."""
+    rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9} {'MHz':>6} "
+            f"{'cuBLAS MHz':>10}"]
     for r in records:
         r = r if isinstance(r, dict) else r.as_dict()
+        # records from before the clocks were read during the launches hold only readings taken as the
+        # pairs were queued, mostly of an idle GPU: they are not shown
+        during = "cublas_sm_clock_mhz" in r
+        mhz = median_clock(r.get("sm_clock_mhz")) if during else None
+        cublas_mhz = median_clock(r.get("cublas_sm_clock_mhz"))
         rows.append(f"{r['rung']:<5} {f'''{r['M']}x{r['N']}x{r['K']}''':>20} {r.get('ms', float('nan')):>9.3f} "
-                    f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}%")
+                    f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}% "
+                    f"{'-' if mhz is None else f'{mhz:.0f}':>6} {'-' if cublas_mhz is None else f'{cublas_mhz:.0f}':>10}")
     return "\n".join(rows)

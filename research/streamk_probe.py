@@ -59,13 +59,13 @@ def main() -> None:
         for sk in (0, 1, 2):
             variants[f"12 sk_waves={sk}"] = lambda a, b, c, sk=sk: r12_streamk.launch(a, b, c, sk_waves=sk)
         for name, fn in variants.items():
-            ms, cms, clocks = harness.time_paired(fn, cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
-            pct = 100 * statistics.median(cms) / statistics.median(ms)
-            report["timing"].append({"variant": name, "shape": [M, N, K], "ms": statistics.median(ms),
-                                     "cublas_ms": statistics.median(cms), "pct_cublas": pct,
-                                     "sm_clock_mhz_median": statistics.median([c for c in clocks if c] or [0])})
-            print(f"time {M}x{N}x{K} {name:>14}: {statistics.median(ms):.3f} ms, {pct:5.1f}% of cuBLAS "
-                  f"(clock {statistics.median([c for c in clocks if c] or [0])} MHz)", flush=True)
+            t = harness.time_paired(fn, cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
+            ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
+            mhz = statistics.median([c.mhz for c in t.fn_clocks if c] or [0])
+            report["timing"].append({"variant": name, "shape": [M, N, K], "ms": ms, "cublas_ms": cms,
+                                     "pct_cublas": 100 * cms / ms, "sm_clock_mhz_median": mhz})
+            print(f"time {M}x{N}x{K} {name:>14}: {ms:.3f} ms, {100 * cms / ms:5.1f}% of cuBLAS (clock {mhz} MHz)",
+                  flush=True)
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     if args.out:

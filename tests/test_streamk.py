@@ -142,9 +142,23 @@ def test_paired_timing_alternates_and_reads_the_clock():
     a, b, _ = harness.random_inputs(1024, 1024, 1024, xp=cupy)
     sets = [(a, b, cupy.empty((1024, 1024), cupy.float16))]
     calls = []
-    fn_ms, ref_ms, clocks = harness.time_paired(lambda *x: calls.append("f") or cupy.matmul(x[0], x[1], out=x[2]),
-                                                lambda *x: calls.append("r") or cupy.matmul(x[0], x[1], out=x[2]),
-                                                sets, warmup=2, repeats=5, clock=harness.sm_clock_reader())
+    t = harness.time_paired(lambda *x: calls.append("f") or cupy.matmul(x[0], x[1], out=x[2]),
+                            lambda *x: calls.append("r") or cupy.matmul(x[0], x[1], out=x[2]),
+                            sets, warmup=2, repeats=5, clock=harness.sm_clock_reader())
     assert calls == ["f", "r"] * 7
-    assert len(fn_ms) == len(ref_ms) == len(clocks) == 5 and min(fn_ms + ref_ms) > 0
-    assert all(c is None or 100 < c < 5000 for c in clocks)
+    assert len(t.fn_ms) == len(t.reference_ms) == len(t.fn_clocks) == len(t.reference_clocks) == 5
+    assert min(t.fn_ms + t.reference_ms) > 0
+    assert all(c is None or 100 < c.mhz < 5000 for c in t.fn_clocks + t.reference_clocks)
+
+
+def test_a_clock_reading_is_kept_only_while_its_launch_runs():
+    from hgemm_course.harness import ClockReading, _read_during
+
+    class Event:
+        def __init__(self, done):
+            self.done = done
+
+    reading = ClockReading(1500, True)
+    assert _read_during(lambda: reading, Event(True), Event(False)) is reading
+    # the launch ended before the reading came back: the clock then is the next launch's or an idle GPU's
+    assert _read_during(lambda: reading, Event(True), Event(True)) is None
