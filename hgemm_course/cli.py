@@ -362,7 +362,7 @@ def cmd_profiles(args) -> int:
 
     records = profile.load_profiles(args.dir)
     if args.rungs:
-        wanted = {get(r).id for r in args.rungs}
+        wanted = {profile.CUBLAS if r.lower() == profile.CUBLAS else get(r).id for r in args.rungs}
         records = [r for r in records if r["rung"] in wanted]
     if args.json:
         _print_json(records)
@@ -373,6 +373,11 @@ def cmd_profiles(args) -> int:
         return 0
     print("Recorded profiles (Nsight Compute, not measured now):")
     print(profile.format_profiles(records))
+    for M, N, K in sorted({(r["M"], r["N"], r["K"]) for r in records if r["rung"] == profile.CUBLAS}):
+        rows = [r for r in profile.cycle_ratios(M, N, K, folder=args.dir) if r["rung"] in {x["rung"] for x in records}]
+        if rows:
+            print(f"\nAt {M}x{N}x{K}, against cuBLAS in SM cycles (no clock moves this comparison):")
+            print(profile.format_cycle_ratios(rows))
     return 0
 
 
@@ -658,7 +663,8 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
 
     s = command("profile", "one launch of a rung under Nsight Compute: tensor pipe, stalls, memory; "
                            "writes a profile_*.json and ncu's CSV")
-    s.add_argument("rung", help="the rung to profile, e.g. 05 (rungs 03 and up)")
+    s.add_argument("rung", help="the rung to profile, e.g. 05 (rungs 03 and up), or cublas: cuBLAS's own GEMM, "
+                                "whose cycles the rungs' compare with at any clock")
     shape = s.add_mutually_exclusive_group()
     shape.add_argument("--size", type=_at_least(1), default=8192, help="M = N = K (default: 8192)")
     shape.add_argument("--shape", type=_parse_size, help="MxNxK instead of --size, e.g. 4096x8192x2048 (default: --size)")

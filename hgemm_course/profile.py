@@ -25,6 +25,9 @@ What a record holds, besides rung, shape, ``variant`` (the launcher settings cha
 - ``achieved_occupancy_pct``, ``warps_per_sm``, ``registers``, ``grid``, ``block``, ``smem_dynamic``.
 - ``sm_clock_mhz``, ``duration_ns`` and ``cycles`` = duration x SM clock: durations measured at different
   clocks do not compare, cycles do.
+
+``hgemm-course profile cublas`` profiles cuBLAS's own fp16 GEMM (``cupy.matmul``) the same way, so a rung's
+cycles can be set against cuBLAS's at the same shape (:func:`cycle_ratios`): a comparison no clock moves.
 """
 from __future__ import annotations
 
@@ -100,12 +103,38 @@ class NcuFailed(RuntimeError):
     """ncu gave no usable profile: a metric it rejected, no access to the counters, no kernel matched."""
 
 
+CUBLAS = "cublas"
+# cuBLAS names its GEMM kernels nvjet_* on Hopper (sm90_xmma_gemm_* / cutlass_* elsewhere); the profiled
+# process launches no other kernel of such a name before its verification
+CUBLAS_KERNELS = "nvjet|gemm|cutlass"
+
+
+class CublasTarget:
+    """cuBLAS's fp16 GEMM as ``cupy.matmul`` calls it, profiled as the rungs are."""
+    id = CUBLAS
+    slug = "cuBLAS through cupy.matmul"
+
+    @staticmethod
+    def launch(a, b, c):
+        import cupy
+
+        cupy.matmul(a, b, out=c)
+
+
+def _rung_id(rung: str) -> str:
+    return CUBLAS if rung.lower() == CUBLAS else get(rung).id
+
+
 # ---------------------------------------------------------------------------- the launch
 
 def launch_config(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, int] | None = None,
                   cluster_m: int | None = None):
     """(rung, launcher overrides, TemplateKernel) of one profiled launch; a ValueError naming the fix for
-    anything the rung cannot run."""
+    anything the rung cannot run. ``rung_id`` "cublas" gives cuBLAS's GEMM, which has no TemplateKernel (None)."""
+    if rung_id.lower() == CUBLAS:
+        if super_mn is not None or cluster_m is not None:
+            raise ValueError("cuBLAS picks its own tiles and launch order: drop --super and --cluster to profile it.")
+        return CublasTarget(), {}, None
     rung = get(rung_id)
     if rung.backend != "nvrtc":
         raise ValueError(f"rung {rung.id} ({rung.slug}) is a Numba kernel; profiles cover the NVRTC rungs, "
@@ -140,7 +169,7 @@ def variant_label(overrides: dict) -> str:
 def _target_args(argv=None):
     p = argparse.ArgumentParser(description="Launch one configuration of one rung a few times, for Nsight "
                                             "Compute to profile; a wrong C exits 1.")
-    p.add_argument("--rung", required=True, help="rung id: any NVRTC rung (03 and up)")
+    p.add_argument("--rung", required=True, help="rung id: any NVRTC rung (03 and up), or cublas")
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--size", type=int, default=2048, help="M = N = K (default 2048)")
     shape.add_argument("--mnk", type=int, nargs=3, metavar=("M", "N", "K"))
@@ -165,9 +194,11 @@ def target_main(argv=None) -> int:
     written, every 61st row against an FP32 reference that kernels other than the rung's compute after the
     profiled launches). Exits 1 on a wrong C, 2 (a sentence naming the fix) on bad arguments."""
     args, rung, (M, N, K), overrides, kernel = _target_args(argv)
-    grid = kernel.grid(M, N)
-    print(f"rung {rung.id} {kernel.name_expression} M={M} N={N} K={K} grid={grid} block=({kernel.threads},) "
-          f"smem={kernel.smem_bytes} launches=1+{args.launches}", flush=True)
+    if kernel is None:
+        print(f"{rung.slug} M={M} N={N} K={K} launches=1+{args.launches}", flush=True)
+    else:
+        print(f"rung {rung.id} {kernel.name_expression} M={M} N={N} K={K} grid={kernel.grid(M, N)} "
+              f"block=({kernel.threads},) smem={kernel.smem_bytes} launches=1+{args.launches}", flush=True)
     if args.dry_run:
         return 0
 
@@ -201,15 +232,21 @@ def target_main(argv=None) -> int:
 # ---------------------------------------------------------------------------- ncu over the launch
 
 def ncu_command(ncu_path: str, rung, M: int, N: int, K: int, overrides: dict, kernel, log_file: Path) -> list[str]:
-    """ncu on the second launch of the rung's kernel (the first warms up), raw CSV of METRICS to ``log_file``."""
+    """ncu on the second launch of the rung's kernel (the first warms up), raw CSV of METRICS to ``log_file``.
+    ``kernel`` None: cuBLAS, whose GEMM kernel is found by name (CUBLAS_KERNELS)."""
     child = [sys.executable, "-m", TARGET_MODULE, "--rung", rung.id, "--mnk", str(M), str(N), str(K)]
     if "super_mn" in overrides:
         child += ["--super", *(str(s) for s in overrides["super_mn"])]
     if "cluster_m" in overrides:
         child += ["--cluster", str(overrides["cluster_m"])]
     return [ncu_path, "--clock-control", "none", "--cache-control", "all", "--print-units", "base", "--csv",
-            "--page", "raw", "--metrics", ",".join(METRICS), "-k", f"regex:^{kernel.kernel}", "--launch-skip", "1",
+            "--page", "raw", "--metrics", ",".join(METRICS), "-k", f"regex:{kernel_filter(kernel)}", "--launch-skip", "1",
             "--launch-count", "1", "--log-file", str(log_file), *child]
+
+
+def kernel_filter(kernel) -> str:
+    """The regular expression ncu matches the profiled kernel's name with."""
+    return CUBLAS_KERNELS if kernel is None else f"^{kernel.kernel}"
 
 
 def require_ncu() -> str:
@@ -298,8 +335,8 @@ def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, in
     except ValueError as e:
         raise NcuFailed(str(e)) from None
     if len(rows) != 1:
-        raise NcuFailed(f"ncu profiled {len(rows)} kernels matching ^{kernel.kernel}, not one: is another kernel "
-                        "of that name launched first?")
+        raise NcuFailed(f"ncu profiled {len(rows)} kernels matching {kernel_filter(kernel)}, not one: is another "
+                        "kernel of that name launched first?")
     record = profile_record(rows[0], rung=rung.id, M=M, N=N, K=K, variant=variant_label(overrides))
     version = subprocess.run([ncu_path, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     path = results.write_run([record], kind="profile", folder=folder,
@@ -322,7 +359,7 @@ def load_profiles(folder: Path | None = None) -> list[dict]:
 def recorded_profile(rung: str, M: int = 8192, N: int | None = None, K: int | None = None, variant: str = "default",
                      folder: Path | None = None) -> dict | None:
     """The newest recorded profile of ``rung`` at M x N x K (N and K default to M), or None."""
-    key = (get(rung).id, M, M if N is None else N, M if K is None else K, variant)
+    key = (_rung_id(rung), M, M if N is None else N, M if K is None else K, variant)
     return next((r for r in load_profiles(folder) if (r["rung"], r["M"], r["N"], r["K"], r["variant"]) == key), None)
 
 
@@ -349,17 +386,45 @@ def describe(record: dict) -> str:
 
 def format_profiles(records: list[dict]) -> str:
     """A table, one row per recorded profile: tensor pipe, issue slots, top stalls, memory, occupancy, clock."""
-    head = (f"{'rung':<5}{'shape':<16}{'variant':<22}{'tensor%':>8}{'issue%':>8}  {'top stalls (share %)':<46}"
+    head = (f"{'rung':<7}{'shape':<16}{'variant':<22}{'tensor%':>8}{'issue%':>8}  {'top stalls (share %)':<46}"
             f"{'DRAM MB':>9}{'L2 hit%':>8}{'occupancy':>16}{'MHz':>7}  recorded")
     lines = [head]
     for r in records:
         stalls = ", ".join(f"{s['reason']} {s['share_pct']:.0f}" for s in r["top_stalls"][:3])
         occupancy = f"{_num(r['warps_per_sm'], '.1f')} w ({_num(r['achieved_occupancy_pct'], '.1f')}%)"
         shape = f"{r['M']}x{r['N']}x{r['K']}"
-        lines.append(f"{r['rung']:<5}{shape:<16}{r['variant']:<22}{_num(r['tensor_pipe_active_pct'], '.1f'):>8}"
+        lines.append(f"{r['rung']:<7}{shape:<16}{r['variant']:<22}{_num(r['tensor_pipe_active_pct'], '.1f'):>8}"
                      f"{_num(r['issue_active_pct'], '.1f'):>8}  {stalls:<46}{_num(r['dram_bytes'], ',.0f', 1e6):>9}"
                      f"{_num(r['l2_hit_pct'], '.1f'):>8}{occupancy:>16}{_num(r['sm_clock_mhz'], ',.0f'):>7}  "
                      f"{r['file']} {r['date'][:10]}")
+    return "\n".join(lines)
+
+
+
+def cycle_ratios(M: int = 8192, N: int | None = None, K: int | None = None, folder: Path | None = None) -> list[dict]:
+    """Per rung with a recorded default profile at M x N x K (N, K default to M) and cuBLAS's at the same shape:
+    ``{"rung", "cycles", "cublas_cycles", "pct_cublas_cycles"}``, where the last is 100 x cuBLAS's cycles over the
+    rung's. Timed on a power-capped GPU, two kernels need not run at one clock; their cycles compare whatever
+    the clocks were. Empty without a cuBLAS profile at that shape."""
+    N, K = M if N is None else N, M if K is None else K
+    records = [r for r in load_profiles(folder) if (r["M"], r["N"], r["K"], r["variant"]) == (M, N, K, "default")
+               and r.get("cycles")]
+    cublas = next((r for r in records if r["rung"] == CUBLAS), None)
+    if cublas is None:
+        return []
+    return [{"rung": r["rung"], "cycles": r["cycles"], "cublas_cycles": cublas["cycles"],
+             "pct_cublas_cycles": 100.0 * cublas["cycles"] / r["cycles"], "file": r["file"],
+             "cublas_file": cublas["file"]} for r in records if r["rung"] != CUBLAS]
+
+
+def format_cycle_ratios(rows: list[dict]) -> str:
+    """The rows of :func:`cycle_ratios` as a table, labelled as recorded."""
+    if not rows:
+        return "No recorded cuBLAS profile at this shape: run `hgemm-course profile cublas --size N` on the GPU."
+    lines = [f"RECORDED profiles (Nsight Compute, cuBLAS from {rows[0]['cublas_file']}):",
+             f"{'rung':<5}{'SM cycles':>12}{'cuBLAS cycles':>15}{'% of cuBLAS in cycles':>23}"]
+    lines += [f"{r['rung']:<5}{r['cycles']:>12,.0f}{r['cublas_cycles']:>15,.0f}{r['pct_cublas_cycles']:>22.1f}%"
+              for r in rows]
     return "\n".join(lines)
 
 

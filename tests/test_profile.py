@@ -282,3 +282,36 @@ def test_profile_without_a_gpu_refuses_in_one_line(capsys, tmp_path):
     assert captured.out == "" and captured.err.count("\n") == 1
     assert "needs an NVIDIA GPU" in captured.err and "Profile on a GPU machine" in captured.err
     assert not any(tmp_path.iterdir())
+
+
+# ----------------------------------------------------------------------------- cuBLAS, and cycles against it
+
+def test_cublas_is_profiled_like_a_rung_its_gemm_kernel_found_by_name(capsys):
+    target, overrides, kernel = profile.launch_config("cuBLAS", 4096, 4096, 4096)
+    assert target.id == "cublas" and overrides == {} and kernel is None
+    text = " ".join(profile.ncu_command("ncu", target, 4096, 4096, 4096, overrides, kernel, "raw.csv"))
+    assert "--clock-control none" in text and "-k regex:nvjet|gemm|cutlass --launch-skip 1 --launch-count 1" in text
+    assert text.endswith("-m hgemm_course.profile --rung cublas --mnk 4096 4096 4096")
+    with pytest.raises(ValueError, match="cuBLAS picks its own tiles"):
+        profile.launch_config("cublas", 4096, 4096, 4096, super_mn=(16, 2))
+    assert profile.target_main(["--rung", "cublas", "--size", "1000", "--dry-run"]) == 0
+    assert "cuBLAS through cupy.matmul M=1000 N=1000 K=1000" in capsys.readouterr().out
+
+
+def test_cycle_ratios_set_each_rung_against_cublas_at_the_same_shape(tmp_path, capsys):
+    from hgemm_course.results import write_run
+
+    base = record_from()          # 2.1 ms at 1590 MHz: 3,339,000 cycles
+    for rung, duration in (("05", 2_100_000), ("cublas", 1_050_000), ("07", 1_400_000)):
+        write_run([{**base, "rung": rung, "duration_ns": duration, "cycles": duration * 1.59}], kind="profile",
+                  folder=tmp_path, extra={"gpu": "NVIDIA H200"})
+    write_run([{**base, "rung": "06", "M": 4096, "N": 4096, "K": 4096}], kind="profile", folder=tmp_path,
+              extra={"gpu": "NVIDIA H200"})
+    rows = profile.cycle_ratios(8192, folder=tmp_path)
+    assert [(r["rung"], round(r["pct_cublas_cycles"], 1)) for r in rows] == [("05", 50.0), ("07", 75.0)]
+    assert profile.cycle_ratios(4096, folder=tmp_path) == []          # no cuBLAS profile at 4096
+    assert "run `hgemm-course profile cublas" in profile.format_cycle_ratios([])
+    assert main(["profiles", "--dir", str(tmp_path), "05", "cublas"]) == 0
+    out = capsys.readouterr().out
+    assert "against cuBLAS in SM cycles" in out and re.search(r"\n05\s+3,339,000\s+1,669,500\s+50\.0%", out)
+    assert "\n07 " not in out.split("against cuBLAS")[1]
