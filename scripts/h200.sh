@@ -9,8 +9,8 @@
 # venv (a fresh venv installed offline with pyproject.toml's pins, then `pytest -m gpu` in it), api (gemm()
 # against the bare kernel launch, research/api_vs_launch.py).
 # Everything it writes goes under $OUT. The measuring steps pass --record (refused unless this is an H200 run
-# with complete provenance), so their runs land in results/; at the end every file they added there is copied
-# to $OUT/results/, laid out as in the repository, to commit.
+# with complete provenance), so their runs land in results/; at the end every file they added there comes back
+# in $OUT/results.tgz, laid out as in the repository, to commit.
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
 OUT=${OUT:-$PWD/.device_out}
@@ -112,8 +112,10 @@ if step notebooks; then
     -exec cp {} "$OUT/notebooks/" \; 2>/dev/null
   tar czf "$OUT/notebooks.tgz" -C "$OUT" notebooks && rm -rf "$OUT/notebooks" "$OUT/.before_notebooks"
 fi
-# what the --record steps added to results/ comes back as $OUT/results/..., to commit
-find results -type f -newer "$OUT/.started" -exec cp --parents {} "$OUT" \;
+# what the --record steps added to results/ comes back as one archive, $OUT/results.tgz (the device tool returns
+# at most 8 files), to unpack in the repository root and commit
+added=$(find results -type f -newer "$OUT/.started")
+[[ -n "$added" ]] && tar czf "$OUT/results.tgz" $added
 rm -f "$OUT/.started"
 echo "h200.sh finished with status $status"
 exit $status
