@@ -239,7 +239,8 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
             print(f"  skipped, not in the ceilings record: {', '.join(out['skipped'])}; `hgemm-course ceilings` "
                   "on a GPU records them")
         if "cublas" in out["roofs"] and len(out["roofs"]) > 1:
-            print("  only the cuBLAS ratio is from the same run: the H200's clock drifts between runs")
+            print("  only the cuBLAS ratio is from the same run, and even it moves with the clock each kernel gets "
+                  "(chapter 08); SM cycles do not")
 
     try:
         profile = importlib.import_module(f"{__package__}.profile")     # written separately; may be absent
@@ -254,4 +255,33 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
         text = profile.describe(record)
         if text:
             print(text)
+        out["cycles"] = _place_in_cycles(rung, size, record, profile, folder)
+    return out
+
+
+def _place_in_cycles(rung: str, size: int, record: dict, profile, folder) -> dict | None:
+    """Print the rung's profiled SM cycles against cuBLAS's at the same size and, for the mma.sync rungs,
+    against the fewest cycles mma.sync allows their tiling (:func:`hgemm_course.sim.issue.gemm_floor_cycles`):
+    comparisons no clock moves. Returns the numbers, or None without a cuBLAS profile at that size."""
+    from .sim.issue import gemm_floor_cycles
+
+    rows = profile.cycle_ratios(size, folder=None if folder is None else Path(folder) / "profiles")
+    row = next((r for r in rows if r["rung"] == rung), None)
+    if row is None:
+        print(f"No recorded cuBLAS profile at {size}^3 to count cycles against: `hgemm-course profile cublas "
+              f"--size {size}` on a GPU records one.")
+        return None
+    out = {"cycles": row["cycles"], "cublas_cycles": row["cublas_cycles"], "pct_cublas_cycles": row["pct_cublas_cycles"]}
+    print(f"In SM cycles, which no clock moves: rung {rung} {row['cycles']:,.0f}, cuBLAS {row['cublas_cycles']:,.0f} "
+          f"({row['cublas_file']}): {row['pct_cublas_cycles']:.1f}% of cuBLAS.")
+    extra = get(rung).extra
+    if rung[:2].isdigit() and int(rung[:2]) < 9 and "tiles" in extra:
+        t = extra["tiles"]
+        floor = gemm_floor_cycles(size, size, size, (t["bm"], t["bn"]), extra.get("threads", 256) // 32,
+                                  (t["wm"], t["wn"]))
+        out.update(floor_cycles=floor["cycles"], pct_of_floor=100.0 * floor["cycles"] / row["cycles"],
+                   floor_pct_cublas=100.0 * row["cublas_cycles"] / floor["cycles"])
+        print(f"mma.sync at this tiling ({t['bm']}x{t['bn']} tiles, {floor['waves']} waves) needs at least "
+              f"{floor['cycles']:,.0f} cycles (sim.issue model), {out['floor_pct_cublas']:.1f}% of cuBLAS: the rung "
+              f"runs at {out['pct_of_floor']:.1f}% of that floor.")
     return out

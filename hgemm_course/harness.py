@@ -151,7 +151,8 @@ class BenchRecord:
     rel_fro_err: float = 0.0
     paired: bool = True        # samples alternate rung, cuBLAS, rung, ... (older records: one cuBLAS run per size)
     # NVML's SM clock read while each pair's rung launch ran, and while its cuBLAS launch ran (None where the
-    # launch had ended before the reading came back), and whether the power cap was holding the clock down then
+    # launch had ended before the reading came back), and whether NVML said the power cap held the clock down
+    # then. NVML's figure lags: the clock a launch ran at is its SM cycles (ncu) over its time (viz clocks).
     sm_clock_mhz: list[int | None] = field(default_factory=list)
     pct_cublas_pairwise: float | None = None  # median over pairs of cuBLAS ms / rung ms
     cublas_sm_clock_mhz: list[int | None] = field(default_factory=list)
@@ -240,8 +241,8 @@ def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None)
     medians holds where two medians taken minutes apart would not. The host queues every pair before it
     waits: waiting after each pair would leave the GPU idle while the next launch is prepared, and the
     event before it would count that host time as the kernel's. While the queue drains, ``clock()`` is read
-    during each launch, so each side's clock is known: under the power cap a kernel that draws more power
-    per cycle runs at a lower clock than its partner."""
+    during each launch. NVML's figure and its power-cap flag trail the hardware, which sets each kernel's
+    clock by what it draws: the clock a launch ran at is its SM cycles over its time (``viz clocks``)."""
     import cupy
 
     half = len(inputs) // 2
@@ -330,25 +331,13 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     return records
 
 
-def median_clock(readings) -> float | None:
-    """The median of the clock readings that came back (MHz), or None."""
-    got = [c for c in readings or [] if c]
-    return statistics.median(got) if got else None
-
-
 def format_table(records) -> str:
-    """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS and, where they were read, the
-    median SM clocks while the rung's and cuBLAS's launches ran."""
-    rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9} {'MHz':>6} "
-            f"{'cuBLAS MHz':>10}"]
+    """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS. (The NVML clock readings a record
+    holds are left out: NVML lags the clock a launch actually runs at, which is its SM cycles over its time;
+    chapter 08 and ``hgemm-course viz clocks`` show both.)"""
+    rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"]
     for r in records:
         r = r if isinstance(r, dict) else r.as_dict()
-        # records from before the clocks were read during the launches hold only readings taken as the
-        # pairs were queued, mostly of an idle GPU: they are not shown
-        during = "cublas_sm_clock_mhz" in r
-        mhz = median_clock(r.get("sm_clock_mhz")) if during else None
-        cublas_mhz = median_clock(r.get("cublas_sm_clock_mhz"))
         rows.append(f"{r['rung']:<5} {f'''{r['M']}x{r['N']}x{r['K']}''':>20} {r.get('ms', float('nan')):>9.3f} "
-                    f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}% "
-                    f"{'-' if mhz is None else f'{mhz:.0f}':>6} {'-' if cublas_mhz is None else f'{cublas_mhz:.0f}':>10}")
+                    f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}%")
     return "\n".join(rows)

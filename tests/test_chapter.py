@@ -176,8 +176,20 @@ def test_place_on_ceilings_prints_the_recorded_profile(tmp_path, capsys, monkeyp
     fake = types.ModuleType("hgemm_course.profile")
     fake.recorded_profile = lambda rung, M, **kw: calls.append((rung, M, kw)) or {"rung": rung, "tensor_active_pct": 51.0}
     fake.describe = lambda record: f"RECORDED profile: tensor pipe active {record['tensor_active_pct']:.0f}%"
+    fake.cycle_ratios = lambda M, folder: [{"rung": "05", "cycles": 4.0e6, "cublas_cycles": 2.2e6,
+                                            "pct_cublas_cycles": 55.0, "cublas_file": "profile_x.json"}]
     monkeypatch.setitem(sys.modules, "hgemm_course.profile", fake)
     placed = chapter.place_on_ceilings("05", folder=_ceilings_folder(tmp_path))
     assert calls == [("05", 8192, {"folder": tmp_path / "profiles"})]
     assert placed["profile"] == {"rung": "05", "tensor_active_pct": 51.0}
-    assert capsys.readouterr().out.rstrip().endswith("RECORDED profile: tensor pipe active 51%")
+    out = capsys.readouterr().out
+    assert "RECORDED profile: tensor pipe active 51%\nIn SM cycles, which no clock moves: rung 05 4,000,000, " \
+           "cuBLAS 2,200,000 (profile_x.json): 55.0% of cuBLAS." in out
+    # 8 warps of 64x64 at 4 x 4096 / 6.2 flops a cycle, 16 waves of 256x128 tiles at 8192^3
+    floor = 16 * 2 * 256 * 128 * 8192 / (4 * 4096 / 6.2)
+    assert placed["cycles"]["floor_cycles"] == pytest.approx(floor)
+    assert placed["cycles"]["pct_of_floor"] == pytest.approx(100 * floor / 4.0e6)
+    assert f"needs at least {floor:,.0f} cycles (sim.issue model), {100 * 2.2e6 / floor:.1f}% of cuBLAS" in out
+    fake.cycle_ratios = lambda M, folder: []
+    assert chapter.place_on_ceilings("05", folder=_ceilings_folder(tmp_path))["cycles"] is None
+    assert "`hgemm-course profile cublas --size 8192` on a GPU records one" in capsys.readouterr().out

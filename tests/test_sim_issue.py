@@ -149,3 +149,27 @@ def test_model_beside_the_recorded_h200_measurement():
     for r in rows:
         if (r["warps_per_sm"], tuple(r["warp_tile"]), r["feed"]) != exposed_latency:
             assert r["model_over_measured"] == pytest.approx(1.0, abs=0.05), r
+
+
+def _floor_by_hand(M, N, K, tile, warps, warp_tile, ctas_per_sm=1):
+    """Slow twin: deal the tiles to the SMs' CTA slots one by one; an SM's time is its busiest slot's tiles,
+    each taking the cycles of its share of the SM's mma.sync rate."""
+    from hgemm_course.sim.issue import ISSUE_H200, mma_sync_bound
+
+    bound = mma_sync_bound(warps, warp_tile, "ldmatrix")
+    per_clk = bound["flops_per_k_step"] / bound["cycles"][bound["bound"]] / ctas_per_sm
+    slots = [0.0] * (ISSUE_H200["sm_count"] * ctas_per_sm)
+    tiles = [(m, n) for m in range(0, M, tile[0]) for n in range(0, N, tile[1])]
+    for i, _ in enumerate(tiles):
+        slots[i % len(slots)] += 2 * tile[0] * tile[1] * K / per_clk
+    return max(slots)
+
+
+@pytest.mark.parametrize("shape, tile, ctas", [((8192, 8192, 8192), (128, 256), 1), ((4096, 4096, 4096), (256, 128), 1),
+                                               ((1000, 3000, 512), (128, 128), 2), ((128, 256, 64), (128, 256), 1)])
+def test_gemm_floor_is_the_busiest_sms_waves_at_the_mma_sync_rate(shape, tile, ctas):
+    from hgemm_course.sim.issue import gemm_floor_cycles
+
+    floor = gemm_floor_cycles(*shape, tile, 8, (64, 64), ctas_per_sm=ctas)
+    assert floor["cycles"] == pytest.approx(_floor_by_hand(*shape, tile, 8, (64, 64), ctas))
+    assert floor["flops_per_clk"] == pytest.approx(4 * 4096 / 6.2)      # 8 warps of 64x64: mma.sync issue binds

@@ -143,7 +143,7 @@ FIGURE_KWARGS = {
     "l2-supertile": SMALL_L2,
     "ladder": {"records": FAKE_RECORDS},
     "roofline": {"records": FAKE_RECORDS, "ceilings": FAKE_CEILINGS},
-    "waves": {}, "pipeline": {}, "shape-sweep": {},
+    "waves": {}, "pipeline": {}, "shape-sweep": {}, "clocks": {},
 }
 
 
@@ -164,3 +164,25 @@ def test_shape_sweep_marks_the_plans_choice_and_scores_only_non_square_shapes():
     assert set(data["planned"]) <= {"11", "12"} and len(data["planned"]) == len(data["shapes"])
     nonsquare = [p for p, (M, N, K) in zip(data["planned_pct"], data["shapes"]) if not M == N == K]
     assert data["min_planned"] == min(nonsquare)
+
+
+def test_clocks_are_each_launchs_profiled_cycles_over_its_time(tmp_path):
+    from hgemm_course.results import write_run
+    from hgemm_course.viz import clocks_data
+
+    bench = {"rung": "07", "M": 512, "N": 512, "K": 512, "ms": 2.0, "cublas_ms": 1.0, "pct_cublas": 50.0,
+             "samples_ms": [2.0, 2.5], "cublas_samples_ms": [1.2, 1.25], "sm_clock_mhz": [1980, None],
+             "cublas_sm_clock_mhz": [1980, 1500], "paired": True}
+    write_run([{**bench, "rung": "05"}, bench], folder=tmp_path, extra={"gpu": "NVIDIA H200"})
+    write_run([{**bench, "sm_clock_mhz": [1, 1], "cublas_sm_clock_mhz": []}], folder=tmp_path)  # no clocks: not drawn
+    for rung, cycles in (("07", 3.0e6), ("cublas", 1.5e6)):
+        write_run([{"rung": rung, "M": 512, "N": 512, "K": 512, "variant": "default", "cycles": cycles}],
+                  kind="profile", folder=tmp_path / "profiles", extra={"gpu": "NVIDIA H200"})
+    data = clocks_data("7", 512, folder=tmp_path, profiles_folder=tmp_path / "profiles")
+    assert data["rung_mhz"] == pytest.approx([1500, 1200]) and data["cublas_mhz"] == pytest.approx([1250, 1200])
+    assert data["pct"] == pytest.approx([60, 50]) and data["pct_cycles"] == pytest.approx(50)
+    assert data["nvml_cublas_mhz"] == [1980, 1500] and data["file"].startswith("bench_")
+    with pytest.raises(ValueError, match="hgemm-course profile 05 --size 512 --record"):
+        clocks_data("05", 512, folder=tmp_path, profiles_folder=tmp_path / "profiles")
+    with pytest.raises(ValueError, match="hgemm-course bench 07 --sizes 1024 --record"):
+        clocks_data("07", 1024, folder=tmp_path, profiles_folder=tmp_path / "profiles")

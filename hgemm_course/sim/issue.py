@@ -138,3 +138,23 @@ def compare_with_measured(records=None, **hardware) -> list[dict]:
                      "clock_ghz": settings.get("clock_ghz", hardware.get("clock_ghz", ISSUE_H200["clock_ghz"]))})
     return rows
 
+
+
+def gemm_floor_cycles(M: int, N: int, K: int, tile, warps_per_sm: int, warp_tile, feed: str = "ldmatrix",
+                      ctas_per_sm: int = 1, **hardware) -> dict:
+    """The fewest SM cycles an M x N x K GEMM can take on mma.sync with this tiling: every SM computes its
+    waves of (bm, bn) CTA tiles (``ctas_per_sm`` at a time) at :func:`mma_sync_bound`'s rate for the warps
+    and warp tile, with nothing else in the way (no copies, barriers or epilogue). A count of cycles, so a
+    kernel's profiled cycles compare with it whatever clock either ran at.
+
+    Returns ``{'cycles', 'waves', 'tiles', 'flops_per_clk'}`` (flops per SM cycle at the bound)."""
+    hw = {**ISSUE_H200, **hardware}
+    bm, bn = (int(x) for x in tile)
+    bound = mma_sync_bound(warps_per_sm, warp_tile, feed, **hardware)
+    flops_per_clk = bound["flops_per_k_step"] / bound["cycles"][bound["bound"]]
+    tiles = -(-M // bm) * -(-N // bn)
+    slots = hw["sm_count"] * ctas_per_sm
+    waves = -(-tiles // slots)
+    # a wave's SM runs ctas_per_sm tiles side by side, sharing the SM's rate
+    cycles = waves * ctas_per_sm * 2 * bm * bn * K / flops_per_clk
+    return {"cycles": cycles, "waves": waves, "tiles": tiles, "flops_per_clk": flops_per_clk}
