@@ -328,7 +328,8 @@ def cmd_profile(args) -> int:
 
     shape = args.shape or args.size
     M, N, K = (shape,) * 3 if isinstance(shape, int) else shape
-    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster)
+    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster,
+                                                    tiles=args.tiles)
     if args.dry_run:
         print(shlex.join(profile.ncu_command(find_ncu() or "ncu", rung, M, N, K, overrides, kernel,
                                              Path("ncu_raw.csv"))))
@@ -346,7 +347,7 @@ def cmd_profile(args) -> int:
     print(f"profiling rung {rung.id} at {M}x{N}x{K} ({profile.variant_label(overrides)}) with ncu "
           "(a few seconds per replay pass)...", flush=True)
     try:
-        path = profile.run_profile(rung.id, M, N, K, super_mn=args.super, cluster_m=args.cluster,
+        path = profile.run_profile(rung.id, M, N, K, super_mn=args.super, cluster_m=args.cluster, tiles=args.tiles,
                                    folder=folder, ncu_path=ncu_path)
     except (VerificationError, profile.NcuFailed) as exc:
         print(f"hgemm-course profile: {exc}", file=sys.stderr)
@@ -671,6 +672,8 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     s.add_argument("--super", type=_at_least(1), nargs=2, metavar=("SM", "SN"),
                    help="super tile in output tiles, rungs 06 and up (default: the rung's own)")
     s.add_argument("--cluster", type=_at_least(1), help="CTAs per cluster along M, rung 11 only (default: the rung's own)")
+    s.add_argument("--tiles", type=_parse_pair, metavar="BMxBN",
+                   help="CTA tile, e.g. 256x128, on rungs whose launcher takes tiles (default: the rung's own)")
     _add_output_arguments(s, recorded="results/profiles/")
     s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop; no GPU needed (default: off)")
     s.set_defaults(fn=cmd_profile)

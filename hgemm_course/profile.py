@@ -38,6 +38,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from . import device, harness, ncu, results
@@ -128,12 +129,13 @@ def _rung_id(rung: str) -> str:
 # ---------------------------------------------------------------------------- the launch
 
 def launch_config(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, int] | None = None,
-                  cluster_m: int | None = None):
+                  cluster_m: int | None = None, tiles: tuple[int, int] | None = None):
     """(rung, launcher overrides, TemplateKernel) of one profiled launch; a ValueError naming the fix for
     anything the rung cannot run. ``rung_id`` "cublas" gives cuBLAS's GEMM, which has no TemplateKernel (None)."""
     if rung_id.lower() == CUBLAS:
-        if super_mn is not None or cluster_m is not None:
-            raise ValueError("cuBLAS picks its own tiles and launch order: drop --super and --cluster to profile it.")
+        if super_mn is not None or cluster_m is not None or tiles is not None:
+            raise ValueError("cuBLAS picks its own tiles and launch order: drop --tiles, --super and --cluster to "
+                             "profile it.")
         return CublasTarget(), {}, None
     rung = get(rung_id)
     if rung.backend != "nvrtc":
@@ -153,12 +155,19 @@ def launch_config(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, 
         if "cluster_m" not in takes:
             raise ValueError(f"rung {rung.id} ({rung.slug}) has no clusters: only rung 11's launcher takes cluster_m.")
         overrides["cluster_m"] = cluster_m
-    return rung, overrides, launched_kernel(importlib.import_module(rung.launch.__module__), M, N, K, **overrides)
+    module = importlib.import_module(rung.launch.__module__)
+    if tiles is not None:
+        if "tiles" not in takes:
+            raise ValueError(f"rung {rung.id} ({rung.slug}) has fixed tiles: its launcher takes no tiles, so drop --tiles.")
+        overrides["tiles"] = replace(module.TILES, bm=int(tiles[0]), bn=int(tiles[1]))
+    return rung, overrides, launched_kernel(module, M, N, K, **overrides)
 
 
 def variant_label(overrides: dict) -> str:
     """"default", "super 16x2", "cluster 2", "super 16x2, cluster 2": the launcher settings a profile changed."""
     parts = []
+    if "tiles" in overrides:
+        parts.append(f"tiles {overrides['tiles'].bm}x{overrides['tiles'].bn}")
     if "super_mn" in overrides:
         parts.append("super {}x{}".format(*overrides["super_mn"]))
     if "cluster_m" in overrides:
@@ -176,6 +185,8 @@ def _target_args(argv=None):
     p.add_argument("--super", type=int, nargs=2, metavar=("SUPER_M", "SUPER_N"),
                    help="super tile in output tiles, for rungs whose launcher takes super_mn")
     p.add_argument("--cluster", type=int, help="CTAs per cluster along M, for rung 11 (cluster_m)")
+    p.add_argument("--tiles", type=int, nargs=2, metavar=("BM", "BN"), help="CTA tile, for rungs whose launcher "
+                   "takes tiles (default: the rung's own)")
     p.add_argument("--launches", type=int, default=1, help="launches after the warm-up (default 1)")
     p.add_argument("--dry-run", action="store_true", help="check the arguments, print the kernel, launch nothing")
     args = p.parse_args(argv)
@@ -183,7 +194,8 @@ def _target_args(argv=None):
         p.error(f"--launches {args.launches}: launch at least once after the warm-up.")
     M, N, K = args.mnk or (args.size,) * 3
     try:
-        rung, overrides, kernel = launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster)
+        rung, overrides, kernel = launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster,
+                                                tiles=args.tiles)
     except ValueError as e:
         p.error(str(e))
     return args, rung, (M, N, K), overrides, kernel
@@ -239,6 +251,8 @@ def ncu_command(ncu_path: str, rung, M: int, N: int, K: int, overrides: dict, ke
         child += ["--super", *(str(s) for s in overrides["super_mn"])]
     if "cluster_m" in overrides:
         child += ["--cluster", str(overrides["cluster_m"])]
+    if "tiles" in overrides:
+        child += ["--tiles", str(overrides["tiles"].bm), str(overrides["tiles"].bn)]
     return [ncu_path, "--clock-control", "none", "--cache-control", "all", "--print-units", "base", "--csv",
             "--page", "raw", "--metrics", ",".join(METRICS), "-k", f"regex:{kernel_filter(kernel)}", "--launch-skip", "1",
             "--launch-count", "1", "--log-file", str(log_file), *child]
@@ -309,11 +323,12 @@ def profiles_folder(folder: Path | None = None) -> Path:
 
 
 def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, int] | None = None,
-                cluster_m: int | None = None, folder: Path | None = None, ncu_path: str | None = None) -> Path:
+                cluster_m: int | None = None, tiles: tuple[int, int] | None = None, folder: Path | None = None,
+                ncu_path: str | None = None) -> Path:
     """Profile one launch under ncu and record it in ``folder`` (default ./hgemm-results/); returns the JSON's path
     (ncu's CSV beside it, ``.csv``).
     Raises VerificationError on a wrong C and NcuFailed when ncu gives no profile; records nothing then."""
-    rung, overrides, kernel = launch_config(rung_id, M, N, K, super_mn=super_mn, cluster_m=cluster_m)
+    rung, overrides, kernel = launch_config(rung_id, M, N, K, super_mn=super_mn, cluster_m=cluster_m, tiles=tiles)
     ncu_path = ncu_path or require_ncu()
     with tempfile.TemporaryDirectory() as tmp:
         log_file = Path(tmp) / "ncu_raw.csv"

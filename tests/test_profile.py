@@ -315,3 +315,14 @@ def test_cycle_ratios_set_each_rung_against_cublas_at_the_same_shape(tmp_path, c
     out = capsys.readouterr().out
     assert "against cuBLAS in SM cycles" in out and re.search(r"\n05\s+3,339,000\s+1,669,500\s+50\.0%", out)
     assert "\n07 " not in out.split("against cuBLAS")[1]
+
+
+def test_a_profile_can_take_another_cta_tile():
+    rung, overrides, kernel = profile.launch_config("05", 8192, 8192, 8192, tiles=(128, 256))
+    assert (overrides["tiles"].bm, overrides["tiles"].bn, overrides["tiles"].stages) == (128, 256, 4)
+    assert "k05_swizzle<128, 256, 64, 64, 64, 4, true>" == kernel.name_expression
+    assert profile.variant_label(overrides) == "tiles 128x256"
+    command = profile.ncu_command("ncu", rung, 8192, 8192, 8192, overrides, kernel, "raw.csv")
+    assert command[-3:] == ["--tiles", "128", "256"]
+    with pytest.raises(ValueError, match="drop --tiles, --super and --cluster"):
+        profile.launch_config("cublas", 8192, 8192, 8192, tiles=(128, 256))
