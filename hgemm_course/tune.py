@@ -250,3 +250,33 @@ def format_tune_table(records: list[dict]) -> str:
         # configurations timed at every size first (those best() compares), then the rest
         rows.append((len(pcts) == len(sizes), merit, f"{label:<{width}}{cells}{merit:>9.1f}%"))
     return "\n".join([head] + [row for *_, row in sorted(rows, reverse=True)])
+
+
+def recorded_tile_comparison(rungs, tiles, *, folder=None) -> str:
+    """A table, labelled as recorded, of the newest paired tune records of each rung at each CTA tile ("BMxBN"):
+    % of cuBLAS per cube size, so two rungs are compared at one tile. Other settings (stages, super tiles)
+    are whatever the tune ran with; a missing cell reads "-"."""
+    from .results import load_runs
+
+    rungs = [get(r).id for r in rungs]
+    wanted = {tuple(int(x) for x in t.split("x")): t for t in tiles}
+    cells: dict[tuple, float] = {}
+    files: set[str] = set()
+    for path, data in load_runs(folder, kind="tune"):              # oldest first: newer records overwrite
+        for r in data["records"]:
+            cfg = r.get("config") or {}
+            tile = (cfg.get("bm"), cfg.get("bn"))
+            if r.get("paired") and r["rung"] in rungs and tile in wanted and r["M"] == r["N"] == r["K"]:
+                cells[(r["rung"], wanted[tile], r["M"])] = r["pct_cublas"]
+                files.add(path.name)
+    if not cells:
+        return (f"No recorded paired tune of rungs {', '.join(rungs)} at tiles {', '.join(tiles)}: run "
+                f"`hgemm-course tune RUNG --tiles {' '.join(tiles)} --record` on the H200.")
+    sizes = sorted({n for _, _, n in cells})
+    lines = [f"RECORDED paired tunes ({', '.join(sorted(files))}), % of cuBLAS:",
+             f"{'tile':<10}{'rung':<6}" + "".join(f"{f'{n}^3':>9}" for n in sizes)]
+    for tile in tiles:
+        for rung in rungs:
+            lines.append(f"{tile:<10}{rung:<6}" + "".join(
+                f"{cells[(rung, tile, n)]:>8.1f}%" if (rung, tile, n) in cells else f"{'-':>9}" for n in sizes))
+    return "\n".join(lines)
