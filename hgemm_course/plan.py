@@ -20,6 +20,13 @@ SK_WAVES_TRIED = (0, 1, 2)      # whole waves rung 12 may divide besides the las
 # they share less of what they load in L2 than clusters walking neighbouring tiles in step).
 PLAN_FIXUP_ITERS = 3.0
 PLAN_SK_ITER_COST = 1.2
+# Rung 11 pairs its CTAs in clusters that share B by multicast. With at most one wave of CTA tiles every CTA
+# computes one tile, and there the H200 ran rung 11 without clusters as fast or faster, timed in pairs with
+# cuBLAS (results/tune_nvidia-h200_20261201T142435_6f0d08.json, without / with clusters: 1024^3 66.1% / 59.7%,
+# 2048^3 110.0% / 96.0%, 2048x2048x8192 100.1% / 98.9%, 1024x4096x2048 61.2% / 61.7%) and in SM cycles
+# (2048^3: 43.2 k / 44.9 k, cuBLAS 43.5 k; results/profiles). Past one wave the two tied (2048x4096x4096 up to
+# 8192^3, within 0.7 points), so the rung keeps its clusters there.
+ONE_WAVE_CLUSTER_M = 1
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,7 @@ class Plan:
     N: int
     K: int
     rung: str                   # "11" or "12"
-    options: dict               # the rung's launcher keywords (rung 12: sk_waves)
+    options: dict               # the rung's launcher keywords (rung 12: sk_waves; rung 11 in one wave: cluster_m)
     sk_waves: int               # rung 12's best split here, whichever rung runs
     units: int                  # clusters that run at once
     tiles: int                  # cluster tiles of C
@@ -69,7 +76,8 @@ def rung11_efficiency(M: int, N: int, units: int) -> float:
 @lru_cache(maxsize=1024)
 def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     """The plan for an M x N x K product (cached per shape): rung 11, or rung 12 with the sk_waves whose
-    predicted busy fraction is highest, when that beats rung 11's by more than the model's margin."""
+    predicted busy fraction is highest, when that beats rung 11's by more than the model's margin. Rung 11 runs
+    without clusters when its tiles are at most one wave (ONE_WAVE_CLUSTER_M)."""
     from .ladder import get
     from .ladder.r12_streamk import CLUSTER_M, TILES
     from .sim import waves
@@ -92,6 +100,11 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         rung, options = "11", {}
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, and dividing by K would gain "
                   f"{max(gain, 0):.1%}, within the model's {waves.DP_MARGIN:.0%} margin.")
+        cta_tiles = -(-M // TILES.bm) * -(-N // TILES.bn)
+        if cta_tiles <= units * CLUSTER_M:
+            options = {"cluster_m": ONE_WAVE_CLUSTER_M}
+            reason = (reason[:-1] + f"; its {cta_tiles} tiles are one wave, one per CTA, where CTAs without clusters "
+                      "measured as fast or faster than pairs sharing B.")
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 

@@ -45,7 +45,21 @@ def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
     best12 = max(v for k, v in p.efficiency.items() if k.startswith("rung 12"))
     assert (p.rung == "12") == (best12 > p.efficiency["rung 11"] * (1 + waves.DP_MARGIN))
     assert p.efficiency[f"rung 12, sk_waves={p.sk_waves}"] == best12
-    assert p.options == ({"sk_waves": p.sk_waves} if p.rung == "12" else {})
+    one_wave = -(-shape[0] // 128) * -(-shape[1] // 256) <= 132
+    assert p.options == ({"sk_waves": p.sk_waves} if p.rung == "12" else {"cluster_m": 1} if one_wave else {})
+
+
+@pytest.mark.parametrize("shape, options", [((1024, 1024, 1024), {"cluster_m": 1}), ((2048, 2048, 8192), {"cluster_m": 1}),
+                                            ((1920, 2048, 2048), {"cluster_m": 1}),     # 15 x 8 = 120 tiles
+                                            ((4096, 2048, 2048), {}),                    # 32 x 8 = 256 tiles
+                                            ((2048, 4096, 4096), {}), ((8192, 8192, 8192), {})])
+def test_rung11_runs_without_clusters_when_its_tiles_are_one_wave(shape, options):
+    """Up to one wave each CTA computes one tile, where the H200 ran rung 11 without clusters as fast or
+    faster; past it the rung keeps the CTA pairs that share B."""
+    p = plan(*shape, units=66)
+    assert p.rung == "11" and p.options == options
+    assert ("one wave" in p.reason) == bool(options)
+    assert p.launch.keywords == options
 
 
 def test_plan_agrees_with_the_recorded_sweep():
