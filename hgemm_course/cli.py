@@ -159,8 +159,9 @@ def _checked_rungs(ids, shapes) -> list:
     """The rungs named by ``ids``, each checked against every (M, N, K) shape before anything runs:
     an unknown rung or a shape a rung cannot take is a ValueError that names the fix."""
     from .ladder import get
+    from .plan import planned_rung
 
-    rungs = [get(rid) for rid in ids]
+    rungs = [planned_rung() if str(rid).lower() == "plan" else get(rid) for rid in ids]
     for rung in rungs:
         for shape in shapes:
             rung.check_shape(*shape)
@@ -603,7 +604,8 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_verify)
 
     s = command("bench", "verify, then time rungs against cuBLAS (needs a GPU)")
-    s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to time, e.g. 05 11 (default: every rung)")
+    s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to time, e.g. 05 11, or plan: what gemm() runs for "
+                                                         "each shape (default: every rung)")
     s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
                    help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(DEFAULT_BENCH_SIZES)})")
     s.add_argument("--shapes", nargs="+", type=_parse_shapes, metavar="FILE|MxNxK",

@@ -108,3 +108,19 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 
+
+
+def _launch_planned(a, b, c) -> None:
+    """Launch what :func:`plan` picks for this product's shape, as ``gemm(a, b, out=c)`` does on Hopper."""
+    (M, K), N = a.shape, b.shape[1]
+    plan(M, N, K).launch(a, b, c)
+
+
+def planned_rung():
+    """gemm()'s choice per shape as a rung of its own (id "plan"), so that ``hgemm-course bench plan`` verifies
+    and times exactly what gemm() runs, beside cuBLAS like any rung."""
+    from .ladder import Rung
+
+    return Rung(id="plan", slug="plan", title="gemm()'s plan: rung 11 or 12 per shape",
+                idea="the waves model picks rung 11 or rung 12 (and its split, and rung 11's clusters) per shape",
+                backend="nvrtc", launch=_launch_planned, multiple_n=8, multiple_k=8)

@@ -176,3 +176,20 @@ def test_a_clock_reading_is_kept_only_while_its_launch_runs():
     assert _read_during(lambda: reading, Event(True), Event(False)) is reading
     # the launch ended before the reading came back: the clock then is the next launch's or an idle GPU's
     assert _read_during(lambda: reading, Event(True), Event(True)) is None
+
+
+def test_bench_plan_times_what_gemm_runs(monkeypatch):
+    from hgemm_course import plan as plan_module
+
+    (rung,) = cli._checked_rungs(["plan"], [(2048, 2048, 2048)])
+    assert rung.id == "plan" and rung.backend == "nvrtc"
+    with pytest.raises(ValueError, match="K % 8 == 0"):
+        cli._checked_rungs(["PLAN"], [(64, 64, 63)])
+    launched = []
+    monkeypatch.setattr(plan_module, "plan", lambda M, N, K: type("P", (), {"launch": lambda *x: launched.append((M, N, K))}))
+
+    class Operand:
+        def __init__(self, *shape):
+            self.shape = shape
+    rung.launch(Operand(300, 200), Operand(200, 100), Operand(300, 100))
+    assert launched == [(300, 100, 200)]

@@ -9,7 +9,8 @@ def shape_sweep_data(records=None, *, rungs=("11", "12")):
     with the plan's pick.
 
     ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
-    Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%],
+    Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%] (gemm()'s own
+    launches where the run timed ``plan``, else the planned rung's), 'plan_measured': [bool],
     'geomean_planned', 'min_planned' (both over the non-square shapes), 'file', 'gpu', 'date'}``.
     """
     import math
@@ -33,10 +34,13 @@ def shape_sweep_data(records=None, *, rungs=("11", "12")):
                     key=lambda s: (s[0] * s[1] * s[2], s))
     pct = {rung: [recs[(rung, *s)]["pct_cublas"] for s in shapes] for rung in rungs}
     planned = [plan(*s, units=UNITS).rung for s in shapes]     # recorded runs are the H200's
-    planned_pct = [recs[(rung, *s)]["pct_cublas"] for rung, s in zip(planned, shapes)]
+    # gemm()'s own launches where the run timed them (`bench plan`), else the planned rung's default launch
+    measured = [("plan", *s) in recs for s in shapes]
+    planned_pct = [recs[("plan", *s) if m else (rung, *s)]["pct_cublas"]
+                   for rung, s, m in zip(planned, shapes, measured)]
     any_rec = next(iter(recs.values()))
     nonsquare = [p for p, (M, N, K) in zip(planned_pct, shapes) if not M == N == K] or planned_pct
-    return {"shapes": shapes, "pct": pct, "planned": planned, "planned_pct": planned_pct,
+    return {"shapes": shapes, "pct": pct, "planned": planned, "planned_pct": planned_pct, "plan_measured": measured,
             "geomean_planned": math.exp(sum(math.log(p) for p in nonsquare) / len(nonsquare)),
             "min_planned": min(nonsquare), "file": file, "gpu": any_rec.get("gpu", "?"),
             "date": any_rec.get("date", "?")}
@@ -56,6 +60,10 @@ def shape_sweep_figure(*, records=None) -> Figure:
             if planned == rung:
                 bar.set_edgecolor("black")
                 bar.set_linewidth(2)
+    if any(data["plan_measured"]):
+        ax.scatter([x for x, m in enumerate(data["plan_measured"]) if m],
+                   [p for p, m in zip(data["planned_pct"], data["plan_measured"]) if m],
+                   marker="D", color="black", zorder=3, label="gemm() (the plan), timed itself")
     ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS, paired launches")
     ax.set_xticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], rotation=45, ha="right")
     ax.set_ylabel("% of cuBLAS (median of paired launches)")
