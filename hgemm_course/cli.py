@@ -358,6 +358,20 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def cmd_sass(args) -> int:
+    from . import profile, sass
+
+    shape = args.shape or args.size
+    M, N, K = (shape,) * 3 if isinstance(shape, int) else shape
+    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster,
+                                                    tiles=args.tiles)
+    if kernel is None:
+        raise ValueError("cuBLAS's kernels come compiled, without their source here: `hgemm-course sass` reads the "
+                         "rungs' kernels (03 and up).")
+    print(sass.loop_schedule(kernel).describe())
+    return 0
+
+
 def cmd_profiles(args) -> int:
     from . import profile
     from .ladder import get
@@ -679,6 +693,19 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     _add_output_arguments(s, recorded="results/profiles/")
     s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop; no GPU needed (default: off)")
     s.set_defaults(fn=cmd_profile)
+
+    s = command("sass", "the main loop of a rung's kernel as ptxas scheduled it, from its SASS (no GPU needed)")
+    s.add_argument("rung", help="the rung to read, e.g. 05 (rungs 03 and up)")
+    shape = s.add_mutually_exclusive_group()
+    shape.add_argument("--size", type=_at_least(1), default=8192,
+                       help="M = N = K, which picks the instantiation (rungs 04-06: no tail guards on whole tiles; "
+                            "default: 8192)")
+    shape.add_argument("--shape", type=_parse_size, help="MxNxK instead of --size (default: --size)")
+    s.add_argument("--tiles", type=_parse_pair, metavar="BMxBN", help="CTA tile, e.g. 128x256 (default: the rung's own)")
+    s.add_argument("--super", type=_at_least(1), nargs=2, metavar=("SM", "SN"), help="super tile, rungs 06 and up "
+                   "(default: the rung's own)")
+    s.add_argument("--cluster", type=_at_least(1), help="CTAs per cluster along M, rung 11 (default: the rung's own)")
+    s.set_defaults(fn=cmd_sass)
 
     s = command("profiles", "the recorded profiles, newest per rung, shape and variant")
     s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to show, e.g. 05 06 (default: every rung)")
