@@ -11,6 +11,7 @@ nvdisasm comes with the ``nvidia-cuda-nvdisasm`` wheel (a dependency), found thr
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -53,7 +54,8 @@ class LoopSchedule:
 
 
 def find_nvdisasm() -> str:
-    """nvdisasm's path: $NVDISASM, the nvidia-cuda-nvdisasm wheel (cuda.pathfinder), or PATH."""
+    """nvdisasm's path: $NVDISASM, the nvidia-cuda-nvdisasm wheel (through cuda.pathfinder, or beside the
+    ``nvidia`` packages on sys.path), or PATH."""
     found = os.environ.get("NVDISASM")
     if not found:
         try:
@@ -62,6 +64,10 @@ def find_nvdisasm() -> str:
             found = find_nvidia_binary_utility("nvdisasm")
         except ImportError:
             found = None
+    if not found:               # the wheel's binary wherever the nvidia namespace package lies (pip --target too)
+        spec = importlib.util.find_spec("nvidia")
+        found = next((str(p) for root in (spec.submodule_search_locations if spec else [])
+                      for p in Path(root).glob("cu*/bin/nvdisasm") if os.access(p, os.X_OK)), None)
     found = found or shutil.which("nvdisasm")
     if not found:
         raise RuntimeError("nvdisasm was not found: `pip install nvidia-cuda-nvdisasm` (a dependency of this package) "
