@@ -320,6 +320,30 @@ def cmd_results(args) -> int:
     return 0
 
 
+def _add_launch_arguments(s) -> None:
+    """The options that pick one launch of a rung, for `profile` and `sass`: its shape (which also picks the
+    instantiation: rungs 04-06 drop the tail guards on whole tiles) and launcher settings."""
+    shape = s.add_mutually_exclusive_group()
+    shape.add_argument("--size", type=_at_least(1), default=8192, help="M = N = K (default: 8192)")
+    shape.add_argument("--shape", type=_parse_size, help="MxNxK instead of --size, e.g. 4096x8192x2048 (default: --size)")
+    s.add_argument("--super", type=_at_least(1), nargs=2, metavar=("SM", "SN"),
+                   help="super tile in output tiles, rungs 06 and up (default: the rung's own)")
+    s.add_argument("--cluster", type=_at_least(1), help="CTAs per cluster along M, rung 11 only (default: the rung's own)")
+    s.add_argument("--tiles", type=_parse_pair, metavar="BMxBN",
+                   help="CTA tile, e.g. 256x128, on rungs whose launcher takes tiles (default: the rung's own)")
+
+
+def _launch_of(args):
+    """(rung, launcher overrides, kernel, (M, N, K)) of the launch `_add_launch_arguments`' options name."""
+    from . import profile
+
+    shape = args.shape or args.size
+    M, N, K = (shape,) * 3 if isinstance(shape, int) else shape
+    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster,
+                                                    tiles=args.tiles)
+    return rung, overrides, kernel, (M, N, K)
+
+
 def cmd_profile(args) -> int:
     import shlex
 
@@ -327,10 +351,7 @@ def cmd_profile(args) -> int:
     from .harness import VerificationError
     from .ncu import find_ncu
 
-    shape = args.shape or args.size
-    M, N, K = (shape,) * 3 if isinstance(shape, int) else shape
-    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster,
-                                                    tiles=args.tiles)
+    rung, overrides, kernel, (M, N, K) = _launch_of(args)
     if args.dry_run:
         print(shlex.join(profile.ncu_command(find_ncu() or "ncu", rung, M, N, K, overrides, kernel,
                                              Path("ncu_raw.csv"))))
@@ -359,12 +380,9 @@ def cmd_profile(args) -> int:
 
 
 def cmd_sass(args) -> int:
-    from . import profile, sass
+    from . import sass
 
-    shape = args.shape or args.size
-    M, N, K = (shape,) * 3 if isinstance(shape, int) else shape
-    rung, overrides, kernel = profile.launch_config(args.rung, M, N, K, super_mn=args.super, cluster_m=args.cluster,
-                                                    tiles=args.tiles)
+    kernel = _launch_of(args)[2]
     if kernel is None:
         raise ValueError("cuBLAS's kernels come compiled, without their source here: `hgemm-course sass` reads the "
                          "rungs' kernels (03 and up).")
@@ -374,11 +392,10 @@ def cmd_sass(args) -> int:
 
 def cmd_profiles(args) -> int:
     from . import profile
-    from .ladder import get
 
     records = profile.load_profiles(args.dir)
     if args.rungs:
-        wanted = {profile.CUBLAS if r.lower() == profile.CUBLAS else get(r).id for r in args.rungs}
+        wanted = {profile.rung_id(r) for r in args.rungs}
         records = [r for r in records if r["rung"] in wanted]
     if args.json:
         _print_json(records)
@@ -682,29 +699,14 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
                            "writes a profile_*.json and ncu's CSV")
     s.add_argument("rung", help="the rung to profile, e.g. 05 (rungs 03 and up), or cublas: cuBLAS's own GEMM, "
                                 "whose cycles the rungs' compare with at any clock")
-    shape = s.add_mutually_exclusive_group()
-    shape.add_argument("--size", type=_at_least(1), default=8192, help="M = N = K (default: 8192)")
-    shape.add_argument("--shape", type=_parse_size, help="MxNxK instead of --size, e.g. 4096x8192x2048 (default: --size)")
-    s.add_argument("--super", type=_at_least(1), nargs=2, metavar=("SM", "SN"),
-                   help="super tile in output tiles, rungs 06 and up (default: the rung's own)")
-    s.add_argument("--cluster", type=_at_least(1), help="CTAs per cluster along M, rung 11 only (default: the rung's own)")
-    s.add_argument("--tiles", type=_parse_pair, metavar="BMxBN",
-                   help="CTA tile, e.g. 256x128, on rungs whose launcher takes tiles (default: the rung's own)")
+    _add_launch_arguments(s)
     _add_output_arguments(s, recorded="results/profiles/")
     s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop; no GPU needed (default: off)")
     s.set_defaults(fn=cmd_profile)
 
     s = command("sass", "the main loop of a rung's kernel as ptxas scheduled it, from its SASS (no GPU needed)")
     s.add_argument("rung", help="the rung to read, e.g. 05 (rungs 03 and up)")
-    shape = s.add_mutually_exclusive_group()
-    shape.add_argument("--size", type=_at_least(1), default=8192,
-                       help="M = N = K, which picks the instantiation (rungs 04-06: no tail guards on whole tiles; "
-                            "default: 8192)")
-    shape.add_argument("--shape", type=_parse_size, help="MxNxK instead of --size (default: --size)")
-    s.add_argument("--tiles", type=_parse_pair, metavar="BMxBN", help="CTA tile, e.g. 128x256 (default: the rung's own)")
-    s.add_argument("--super", type=_at_least(1), nargs=2, metavar=("SM", "SN"), help="super tile, rungs 06 and up "
-                   "(default: the rung's own)")
-    s.add_argument("--cluster", type=_at_least(1), help="CTAs per cluster along M, rung 11 (default: the rung's own)")
+    _add_launch_arguments(s)
     s.set_defaults(fn=cmd_sass)
 
     s = command("profiles", "the recorded profiles, newest per rung, shape and variant")

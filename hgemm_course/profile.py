@@ -122,7 +122,8 @@ class CublasTarget:
         cupy.matmul(a, b, out=c)
 
 
-def _rung_id(rung: str) -> str:
+def rung_id(rung: str) -> str:
+    """A rung's id as the records hold it ("5" -> "05"), or "cublas"."""
     return CUBLAS if rung.lower() == CUBLAS else get(rung).id
 
 
@@ -374,7 +375,7 @@ def load_profiles(folder: Path | None = None) -> list[dict]:
 def recorded_profile(rung: str, M: int = 8192, N: int | None = None, K: int | None = None, variant: str = "default",
                      folder: Path | None = None) -> dict | None:
     """The newest recorded profile of ``rung`` at M x N x K (N and K default to M), or None."""
-    key = (_rung_id(rung), M, M if N is None else N, M if K is None else K, variant)
+    key = (rung_id(rung), M, M if N is None else N, M if K is None else K, variant)
     return next((r for r in load_profiles(folder) if (r["rung"], r["M"], r["N"], r["K"], r["variant"]) == key), None)
 
 
