@@ -28,7 +28,9 @@
 // with TMA (cp.async.bulk.tensor, shared -> global), which clips the M and N tails. Two panel buffers
 // per consumer take turns: a panel is written while the one before it is still being stored, and a
 // buffer is overwritten only once its previous store has read it. (A whole-tile C buffer would take
-// 64 KiB, the ring's fourth stage; the two panels take 32 KiB.)
+// 64 KiB, the ring's fourth stage; the two panels take 32 KiB.) The epilogue runs late, under the
+// tensor cores: a consumer packs a finished tile's sums to fp16 pairs in registers, issues the next
+// tile's first slice of wgmma, and stores the packed tile while those products run.
 // With CLUSTER_M = 2 the CTAs come in clusters of two that compute vertically adjacent tiles of one
 // column of C, so they read the same k-slices of B: each loads half of the slice's 64-column panels and
 // multicasts them into both CTAs' rings, and a consumer frees a stage on both CTAs' empty barriers.
@@ -219,6 +221,37 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         const int consumer = warpgroup - 1;           // rows consumer * C_ROWS.. of the tile
         const bool storer = tid % 128 == 0;           // the thread that issues this consumer's TMA stores
         float acc[FRAG_M][FRAG_N][4];                 // (C_ROWS, BN) fp32 accumulators of the warpgroup
+        unsigned packed[FRAG_M][FRAG_N][2];           // the last finished tile's rows, as fp16 pairs
+        int2 packed_at = {-1, -1};                    // its (m0, n0); m0 < 0: nothing is waiting to be stored
+
+        // ---- epilogue: the packed fp16 rows -> C, panel by panel through the panel buffers -----
+        auto store_packed = [&]() {
+#pragma unroll
+            for (int p = 0; p < BN / 64; ++p) {       // the 64-column panel p of this consumer's rows
+                const unsigned panel = smem_u32(ring.c[consumer][p % C_BUFFERS]); // (C_ROWS, 64) halves
+                if (storer) tma_store_wait_read<C_BUFFERS - 1>(); // the store that last read this buffer is done
+                named_barrier_sync(1 + consumer, 128); // ... and this warpgroup knows it
+#pragma unroll
+                for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                    for (int j = p * 8; j < p * 8 + 8; j += 2) {
+                        // A 16x16 piece: rows 16 * warp.. of product i, columns 8 j..; lane gives row
+                        // lane % 8 of 8x8 tile lane / 8 (tiles: rows +0 / +8, then columns +0 / +8).
+                        const int row = i * 64 + warp * 16 + (lane / 8 % 2) * 8 + lane % 8;
+                        const int chunk = j % 8 + lane / 16;   // 16-byte chunk of the row in the panel
+                        stmatrix_x4(panel + swizzle_128b(row, chunk), packed[i][j][0], packed[i][j][1],
+                                    packed[i][j + 1][0], packed[i][j + 1][1]);
+                    }
+                }
+                fence_proxy_async_shared_cta();       // the stmatrix writes are visible to the TMA store
+                named_barrier_sync(1 + consumer, 128); // every warp of the warpgroup has written its rows
+                if (storer) {
+                    tma_store_2d(&tmap_c, panel, packed_at.y + p * 64, packed_at.x + consumer * C_ROWS);
+                    tma_store_commit();
+                }
+            }
+            packed_at.x = -1;
+        };
 
         int it = 0;                                   // k-slices consumed by this CTA so far, over all its tiles
         // BEGIN SOLUTION
@@ -255,6 +288,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
                     }
                 }
                 wgmma_commit_group();
+                if (kt == 0 && packed_at.x >= 0) store_packed(); // the last tile's C, under this slice's wgmma
                 wgmma_wait_group<1>();                // slice it - 1's products are done; slice it's run on
                 __syncwarp();
                 if (kt > 0) release_stage((it - 1) % STAGES);
@@ -263,34 +297,17 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
             __syncwarp();
             release_stage((it - 1) % STAGES);          // the producer runs on into the next tile
 
-            // ---- epilogue: fp32 accumulators -> fp16, panel by panel through the panel buffers --
 #pragma unroll
-            for (int p = 0; p < BN / 64; ++p) {       // the 64-column panel p of this consumer's rows
-                const unsigned panel = smem_u32(ring.c[consumer][p % C_BUFFERS]); // (C_ROWS, 64) halves
-                if (storer) tma_store_wait_read<C_BUFFERS - 1>(); // the store that last read this buffer is done
-                named_barrier_sync(1 + consumer, 128); // ... and this warpgroup knows it
+            for (int i = 0; i < FRAG_M; ++i) {       // fp32 sums -> fp16 pairs, stored under the next tile
 #pragma unroll
-                for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                    for (int j = p * 8; j < p * 8 + 8; j += 2) {
-                        // A 16x16 piece: rows 16 * warp.. of product i, columns 8 j..; lane gives row
-                        // lane % 8 of 8x8 tile lane / 8 (tiles: rows +0 / +8, then columns +0 / +8).
-                        const int row = i * 64 + warp * 16 + (lane / 8 % 2) * 8 + lane % 8;
-                        const int chunk = j % 8 + lane / 16;   // 16-byte chunk of the row in the panel
-                        stmatrix_x4(panel + swizzle_128b(row, chunk),
-                                    half2_bits(acc[i][j][0], acc[i][j][1]), half2_bits(acc[i][j][2], acc[i][j][3]),
-                                    half2_bits(acc[i][j + 1][0], acc[i][j + 1][1]),
-                                    half2_bits(acc[i][j + 1][2], acc[i][j + 1][3]));
-                    }
-                }
-                fence_proxy_async_shared_cta();       // the stmatrix writes are visible to the TMA store
-                named_barrier_sync(1 + consumer, 128); // every warp of the warpgroup has written its rows
-                if (storer) {
-                    tma_store_2d(&tmap_c, panel, n0 + p * 64, m0 + consumer * C_ROWS);
-                    tma_store_commit();
+                for (int j = 0; j < FRAG_N; ++j) {
+                    packed[i][j][0] = half2_bits(acc[i][j][0], acc[i][j][1]);
+                    packed[i][j][1] = half2_bits(acc[i][j][2], acc[i][j][3]);
                 }
             }
+            packed_at = {m0, n0};
         }
+        if (packed_at.x >= 0) store_packed();         // the last tile has no next one to hide under
         if (storer) tma_store_wait_read<0>();         // the CTA's shared memory outlives the last stores' reads
     }
     if constexpr (CLUSTER_M > 1) {                    // neither CTA leaves while the other may still

@@ -444,5 +444,34 @@ def format_cycle_ratios(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def before_and_after(folder: Path) -> list[dict]:
+    """An ablation recorded as two folders of profiles, ``folder/before`` and ``folder/after`` (the same launches
+    with and without one change): per (rung, M, N, K, variant) found in both, ``{"rung", "M", "N", "K", "variant",
+    "cycles_before", "cycles_after", "change_pct", "tensor_before", "tensor_after"}``, ``change_pct`` being the
+    change in SM cycles (negative: fewer)."""
+    before = {(r["rung"], r["M"], r["N"], r["K"], r["variant"]): r for r in load_profiles(folder / "before")}
+    rows = []
+    for r in load_profiles(folder / "after"):
+        key = (r["rung"], r["M"], r["N"], r["K"], r["variant"])
+        if key in before and r.get("cycles") and before[key].get("cycles"):
+            b = before[key]
+            rows.append({"rung": r["rung"], "M": r["M"], "N": r["N"], "K": r["K"], "variant": r["variant"],
+                         "cycles_before": b["cycles"], "cycles_after": r["cycles"],
+                         "change_pct": 100.0 * (r["cycles"] / b["cycles"] - 1),
+                         "tensor_before": b["tensor_pipe_active_pct"], "tensor_after": r["tensor_pipe_active_pct"]})
+    return sorted(rows, key=lambda row: row["change_pct"])
+
+
+def format_before_and_after(rows: list[dict]) -> str:
+    """The rows of :func:`before_and_after` as a table."""
+    lines = [f"{'rung':<5}{'M x N x K':>18} {'variant':<11}{'cycles before':>15}{'after':>12}{'change':>9}"
+             f"{'tensor pipe % before / after':>31}"]
+    for r in rows:
+        shape = f"{r['M']}x{r['N']}x{r['K']}"
+        lines.append(f"{r['rung']:<5}{shape:>18} {r['variant']:<11}{r['cycles_before']:>15,.0f}{r['cycles_after']:>12,.0f}"
+                     f"{r['change_pct']:>8.1f}%{_num(r['tensor_before'], '.1f'):>23} / {_num(r['tensor_after'], '.1f')}")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     sys.exit(target_main())

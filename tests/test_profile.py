@@ -326,3 +326,18 @@ def test_a_profile_can_take_another_cta_tile():
     assert command[-3:] == ["--tiles", "128", "256"]
     with pytest.raises(ValueError, match="drop --tiles, --super and --cluster"):
         profile.launch_config("cublas", 8192, 8192, 8192, tiles=(128, 256))
+
+
+def test_before_and_after_pairs_the_same_launches_of_an_ablation(tmp_path):
+    from hgemm_course.results import write_run
+
+    base = record_from()
+    for side, cycles in (("before", {"11": 1000.0, "12": 800.0}), ("after", {"11": 975.0, "10": 500.0})):
+        for rung, n in cycles.items():
+            write_run([{**base, "rung": rung, "cycles": n, "tensor_pipe_active_pct": n / 11}], kind="profile",
+                      folder=tmp_path / side, extra={"gpu": "NVIDIA H200"})
+    rows = profile.before_and_after(tmp_path)
+    assert [(r["rung"], r["cycles_before"], r["cycles_after"], round(r["change_pct"], 2)) for r in rows] == \
+        [("11", 1000.0, 975.0, -2.5)]                    # rung 12 has no after, rung 10 no before
+    table = profile.format_before_and_after(rows)
+    assert re.search(r"\n11\s+8192x8192x8192 default\s+1,000\s+975\s+-2\.5%\s+90\.9 / 88\.6$", table), table

@@ -88,25 +88,27 @@ def test_ptx_contains_what_the_rung_teaches(compiled):
 
 
 def test_stores_one_box_per_64_column_panel(compiled):
-    """bn / 64 TMA stores of (bm / 2, 64) per consumer, one per panel of the unrolled epilogue loop."""
+    """bn / 64 TMA stores of (bm / 2, 64) per consumer, one per panel of the unrolled epilogue loop. The
+    epilogue is inlined twice: under the next tile's first slice of wgmma, and after the CTA's last tile."""
     k, mod = compiled
     stores = [line for line in mod.ptx.splitlines() if "global.shared::cta.bulk_group" in line]
-    assert len(stores) == k.template_args[1] // 64
+    assert len(stores) == 2 * (k.template_args[1] // 64)
     stmatrix = [line for line in mod.ptx.splitlines() if "stmatrix.sync" in line]
     bm, bn = k.template_args[:2]
-    assert len(stmatrix) == (bm // 128) * (bn // 16)      # FRAG_M products x 16-column pieces per warp
+    assert len(stmatrix) == 2 * (bm // 128) * (bn // 16)  # FRAG_M products x 16-column pieces per warp
 
 
 @pytest.mark.parametrize("cluster_m", [1, 2])
 def test_only_named_barriers_inside_the_persistent_loop(cluster_m):
     """One CTA-wide barrier after the mbarriers are set up (bar.sync 0, or for a cluster the cluster
     barrier, which also closes the kernel); the consumers meet among themselves with named barriers,
-    two per 64-column panel of the epilogue, never with the producer."""
+    two per 64-column panel of the epilogue (which is inlined twice: under the next tile's first slice and
+    after the last tile), never with the producer."""
     ptx = r11_persistent.kernel(cluster_m=cluster_m).compile().ptx
     barriers = [b.strip() for b in re.findall(r"\bbar(?:rier)?\.sync\s+([^;]+);", ptx)]
     assert barriers.count("0") == (1 if cluster_m == 1 else 0), barriers
     named = [b for b in barriers if b != "0"]
-    assert len(named) == 2 * r11_persistent.TILES.bn // 64, barriers
+    assert len(named) == 2 * 2 * r11_persistent.TILES.bn // 64, barriers
     assert ptx.count("barrier.cluster.wait") == (0 if cluster_m == 1 else 2)
 
 
@@ -255,8 +257,9 @@ def test_10_to_11_keeps_the_loads_descriptors_and_main_loop():
     old, new = body(KERNELS_DIR / r10_warp_specialized.SOURCE), body(KERNELS_DIR / r11_persistent.SOURCE)
     changed = [line for line in difflib.unified_diff(old, new, lineterm="", n=0)
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    # the consumer loop moves one level in; clusters; the C panel buffers in the shared-memory struct
-    assert 0 < len(changed) <= 235, "\n".join(changed)
+    # the consumer loop moves one level in; clusters; the C panel buffers in the shared-memory struct;
+    # the epilogue deferred under the next tile's first slice
+    assert 0 < len(changed) <= 250, "\n".join(changed)
 
     def block(lines, start, end):
         i = next(n for n, line in enumerate(lines) if start in line)
@@ -446,7 +449,7 @@ def test_one_consumer_compiles_without_spills_and_within_setmaxnreg(tiles, clust
         assert text in mod.ptx, text
     assert r11_persistent.c_buffer_bytes(tiles, 1) == min(2, tiles.bn // 64) * tiles.bm * 64 * 2
     stmatrix = [line for line in mod.ptx.splitlines() if "stmatrix.sync" in line]
-    assert len(stmatrix) == (tiles.bm // 64) * (tiles.bn // 16)      # FRAG_M = bm / 64 products per warp
+    assert len(stmatrix) == 2 * (tiles.bm // 64) * (tiles.bn // 16)  # FRAG_M = bm / 64 products per warp, twice
 
 
 @pytest.mark.parametrize("kwargs, match", [

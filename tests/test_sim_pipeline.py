@@ -1,4 +1,6 @@
 """The ring model against slow twins written from the kernels' loops, and the rules a ring must keep."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -56,6 +58,48 @@ def slow_dedicated(stages, n, latency, mma):
             release[i - 1] = t
     release[n - 1] = max(t, end[n - 1])
     return issue, land, release, start, end
+
+
+def slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue):
+    """Rung 11 with one consumer, as its loops read: the ring runs on across tiles, wait_group 0 ends each
+    tile, and the tile is written out after the next tile's first slice of products is issued (the CTA's last
+    tile at the end)."""
+    n = k_tiles * tiles
+    issue, land, release, start, end = (np.full(n, np.nan) for _ in range(5))
+    e_start, e_end = np.full(tiles, np.nan), np.full(tiles, np.nan)
+    t = tc_free = producer = 0.0
+    for i in range(n):
+        producer = issue[i] = max(producer, release[i - stages]) if i >= stages else producer
+        land[i] = issue[i] + latency
+        t = max(t, land[i])
+        start[i] = max(t, tc_free)
+        end[i] = tc_free = start[i] + mma
+        tile, kt = divmod(i, k_tiles)
+        if kt == 0 and tile > 0:                      # the last tile's C, under this slice's products
+            e_start[tile - 1], t = t, t + epilogue
+            e_end[tile - 1] = t
+        if kt > 0:                                    # wait_group 1: free slice i - 1
+            t = max(t, end[i - 1])
+            release[i - 1] = t
+        if kt == k_tiles - 1:                         # wait_group 0 at the tile's end: free slice i
+            t = max(t, end[i])
+            release[i] = t
+    e_start[-1], e_end[-1] = t, t + epilogue
+    return issue, land, release, start, end, e_start, e_end
+
+
+def test_persistent_ring_agrees_with_its_slow_twin():
+    rng = np.random.default_rng(2)
+    for _ in range(25):
+        stages, k_tiles, tiles = int(rng.integers(2, 7)), int(rng.integers(1, 9)), int(rng.integers(1, 5))
+        latency, mma, epilogue = float(rng.integers(0, 4000)), float(rng.integers(100, 2000)), float(rng.integers(0, 3000))
+        ring = Ring(stages, mma, dedicated_producer=True, async_mma=True, persistent=True, epilogue_under_next=True)
+        tl = ring_timeline(ring, k_tiles=k_tiles, tiles=tiles, load_latency=latency, epilogue_time=epilogue)
+        got = (tl["issue"][0], tl["land"][0], tl["release"][0], tl["m_start"][0, 0], tl["m_end"][0, 0],
+               tl["e_start"][0, 0], tl["e_end"][0, 0])
+        want = slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue)
+        for name, g, w in zip(("issue", "land", "release", "start", "end", "e_start", "e_end"), got, want):
+            np.testing.assert_allclose(g, w, err_msg=f"{stages} stages, {k_tiles} x {tiles} slices: {name}")
 
 
 def model(ring, n, latency, mma):
@@ -126,9 +170,15 @@ def test_rules_of_the_ring(rung):
 
 def test_persistent_ring_runs_on_across_tiles():
     """Rung 11: the next tile's first slice is issued before the consumers have written the last tile out,
-    and its phase carries on (k_tiles = 6 is not a multiple of 4 stages: slice 6 is stage 2's second use)."""
+    and its phase carries on (k_tiles = 6 is not a multiple of 4 stages: slice 6 is stage 2's second use).
+    Each consumer writes tile 0 out after issuing slice 6's products, which run on the tensor cores meanwhile."""
     tl = rung_timeline("11", k_tiles=6, tiles=2)
     assert tl["issue"][0, 6] < tl["e_end"][0, :, 0].min()
+    assert (tl["m_issue"][0, :, 6] <= tl["e_start"][0, :, 0]).all()
+    assert tl["m_end"][0, :, 6].max() > tl["e_start"][0, :, 0].min()
+    now = tl["tensor_busy_pct"]
+    before = ring_timeline(replace(rung_ring("11"), epilogue_under_next=False), k_tiles=6, tiles=2)["tensor_busy_pct"]
+    assert now > before
     assert (tl["stage"][6], tl["phase"][6]) == (2, 1)
     ten = rung_timeline("10", k_tiles=6, tiles=2)
     assert ten["issue"][0, 6] >= ten["e_end"][0, :, 0].max()          # rung 10: a new CTA, after the old one
@@ -146,6 +196,8 @@ def test_rung_rings_follow_the_launchers():
 
 
 def test_refusals_name_the_fix():
+    with pytest.raises(ValueError, match="needs persistent=True and async_mma=True"):
+        ring_timeline(Ring(4, 1000.0, epilogue_under_next=True))
     with pytest.raises(ValueError, match="pick one of those"):
         rung_ring("05")
     with pytest.raises(ValueError, match="at least 2 stages"):

@@ -63,8 +63,14 @@ def test_rung11_runs_without_clusters_when_its_tiles_are_one_wave(shape, options
 
 
 def test_plan_agrees_with_the_recorded_sweep():
-    """Where a recorded H200 run timed both rungs, the plan's rung is never more than 1.5 points of cuBLAS
-    slower than the other one."""
+    """Where recorded H200 runs timed both rungs on a shape of the sweep, the plan's rung is, by the median of
+    its lead over all those runs, never slower than the other by more than the model's margin (in points of
+    cuBLAS). A single paired run is not enough to judge by: the same kernel read 100.1% and 102.6% at 8192^3 in
+    one run (results/bench_nvidia-h200_20261201T152514_fc8572.json, rung 11 and gemm()'s plan)."""
+    from statistics import median
+
+    from hgemm_course.results import load_records
+    from hgemm_course.sim.waves import DP_MARGIN
     from hgemm_course.viz import shape_sweep_data
 
     try:
@@ -72,9 +78,14 @@ def test_plan_agrees_with_the_recorded_sweep():
     except ValueError:
         pytest.skip("no recorded run of rungs 11 and 12")
     assert len(data["shapes"]) >= 12
-    for shape, chosen, r11, r12 in zip(data["shapes"], data["planned"], data["pct"]["11"], data["pct"]["12"]):
-        mine, other = (r11, r12) if chosen == "11" else (r12, r11)
-        assert mine >= other - 1.5, (shape, chosen, r11, r12)
+    runs: dict[tuple, dict[str, dict[str, float]]] = {}
+    for r in load_records(latest_only=False):
+        if r["rung"] in ("11", "12"):
+            runs.setdefault((r["M"], r["N"], r["K"]), {}).setdefault(r["file"], {})[r["rung"]] = r["pct_cublas"]
+    for shape, chosen in zip(data["shapes"], data["planned"]):
+        other = "12" if chosen == "11" else "11"
+        leads = [run[chosen] - run[other] for run in runs[shape].values() if len(run) == 2]
+        assert median(leads) >= -100 * DP_MARGIN, (shape, chosen, leads)
 
 
 def test_plan_command_prints_the_choice_and_why(tmp_path):

@@ -166,6 +166,22 @@ def test_shape_sweep_marks_the_plans_choice_and_scores_only_non_square_shapes():
     assert data["min_planned"] == min(nonsquare)
 
 
+def test_shape_sweep_is_the_newest_run_of_every_sweep_shape_not_a_newer_run_of_others():
+    def rec(rung, shape, pct, file):
+        return {"rung": rung, "M": shape[0], "N": shape[1], "K": shape[2], "pct_cublas": pct, "file": file}
+
+    sweep = [(2048, 4096, 8192), (4096, 2048, 1024)]
+    records = [rec(r, s, 90.0, "bench_a.json") for r in ("11", "12") for s in sweep]
+    records += [rec(r, (8192, 4096, 2048), 99.0, "bench_b.json") for r in ("11", "12")]   # newer, other shapes
+    records += [rec("11", s, 95.0, "bench_c.json") for s in sweep]                            # newest, no rung 12
+    from hgemm_course.viz import shape_sweep_data
+
+    assert shape_sweep_data(records, shapes=sweep)["file"] == "bench_a.json"
+    assert shape_sweep_data(records, shapes=[])["file"] == "bench_b.json"          # no sweep named: any non-square
+    with pytest.raises(ValueError, match="--shapes benchmarks/shapes_nonsquare.txt"):
+        shape_sweep_data(records, shapes=[(1024, 2048, 4096)])
+
+
 def test_clocks_are_each_launchs_profiled_cycles_over_its_time(tmp_path):
     from hgemm_course.results import write_run
     from hgemm_course.viz import clocks_data

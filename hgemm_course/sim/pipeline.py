@@ -25,6 +25,9 @@ A ring is one of the kernels' shapes (:class:`Ring`):
   so the producer loads the next tile's first slices while the consumers write the last one out
   (``epilogue_time`` cycles per tile). Otherwise each tile is a new CTA that starts once the previous one
   on the SM has finished, and its ring starts empty.
+- ``epilogue_under_next`` (rung 11, with ``persistent`` and ``async_mma``): a consumer writes a tile out
+  only after it has issued the next tile's first slice of products, so the tensor cores run those while it
+  does; the CTA's last tile is written out at the end.
 
 :func:`ring_timeline` plays it and returns every event time; ``tensor_busy_pct`` is the share of the
 run the tensor cores worked.
@@ -57,6 +60,7 @@ class Ring:
     dedicated_producer: bool = False
     async_mma: bool = False
     persistent: bool = False
+    epilogue_under_next: bool = False
     ctas: int = 1                 # CTAs on the SM at once, sharing its tensor cores
     wait_before_refill: bool = False   # rung 03: wait_group and __syncthreads come before the refill
     full_label: str = "full[s]"   # what a consumer's wait for a slice is called in the kernel
@@ -109,12 +113,27 @@ def rung_ring(rung: str) -> Ring:
     module = r10_warp_specialized if rung == "10" else r11_persistent
     t = module.TILES
     return Ring(t.stages, _wgmma_time(t.bm, t.bn, t.bk), consumers=module.CONSUMERS, dedicated_producer=True,
-                async_mma=True, persistent=rung == "11", producer_label="producer warpgroup (TMA)")
+                async_mma=True, persistent=rung == "11", epilogue_under_next=rung == "11",
+                producer_label="producer warpgroup (TMA)")
 
 
 @njit(cache=True)
-def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persistent, wait_first, lookahead,
-          load_latency, mma_time, epilogue_time):
+def _write_out(c, k, tile, start, epilogue_time, e_start, e_end, cta_end):
+    """Consumer k of CTA c writes tile `tile` out from `start`; the CTA's tile is finished once every
+    consumer has. Returns when this consumer is done."""
+    e_start[c, k, tile] = start
+    e_end[c, k, tile] = start + epilogue_time
+    finished = e_end[c, k, tile]
+    for kk in range(e_end.shape[1]):
+        finished = UNKNOWN if e_end[c, kk, tile] == UNKNOWN or finished == UNKNOWN \
+            else max(finished, e_end[c, kk, tile])
+    cta_end[c, tile] = finished
+    return e_end[c, k, tile]
+
+
+@njit(cache=True)
+def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persistent, deferred, wait_first,
+          lookahead, load_latency, mma_time, epilogue_time):
     """The event loop: again and again, run the agent whose next action comes first among those whose
     barrier has a known completion time. Every event an action sets lies at or after the action, so the
     tensor cores receive products in the order they are issued."""
@@ -225,6 +244,8 @@ def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persist
             m_end[c, k, i] = m_start[c, k, i] + mma_time / consumers
             tc_free = m_end[c, k, i]
             if async_mma:
+                if deferred and tile > 0 and i % k_tiles == 0:   # the last tile, under this slice's products
+                    t[a] = _write_out(c, k, tile - 1, t[a], epilogue_time, e_start, e_end, cta_end)
                 step[a] = _WAIT_MMA
             else:                                       # mma.sync: the warps are busy until it is done
                 t[a] = m_end[c, k, i]
@@ -248,22 +269,15 @@ def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persist
                 arrivals[c, j] += 1
                 if arrivals[c, j] == consumers:
                     release[c, j] = t[a]
-            if i + 1 == tile_end:
+            if i + 1 == tile_end and not (deferred and i + 1 < n):
                 step[a] = _EPILOGUE
-            else:
+            else:                                       # (deferred: written out under the next tile's first slice)
                 pos[a] = i + 1
                 step[a] = _WAIT_FULL if dedicated else _REFILL
         elif s == _EPILOGUE:
-            e_start[c, k, tile] = t[a]
-            t[a] += epilogue_time
-            e_end[c, k, tile] = t[a]
+            t[a] = _write_out(c, k, tile, t[a], epilogue_time, e_start, e_end, cta_end)
             pos[a] = i + 1
             step[a] = _DONE if i + 1 == n else _WAIT_FULL if persistent else _NEXT_CTA
-            finished = t[a]
-            for kk in range(consumers):
-                finished = UNKNOWN if e_end[c, kk, tile] == UNKNOWN or finished == UNKNOWN \
-                    else max(finished, e_end[c, kk, tile])
-            cta_end[c, tile] = finished
         elif s == _NEXT_CTA:                            # the next CTA takes the SM's slot: its ring starts empty
             t[a] = best_time
             step[a] = _WAIT_FULL if dedicated else _PROLOGUE
@@ -298,9 +312,12 @@ def ring_timeline(ring: Ring, *, k_tiles: int = 12, tiles: int = 1, load_latency
     if load_latency < 0 or mma_time <= 0 or epilogue_time < 0:
         raise ValueError(f"load_latency={load_latency}, mma_time={mma_time}, epilogue_time={epilogue_time}: "
                          "times are cycles, mma_time above 0 and the others at least 0")
+    if ring.epilogue_under_next and not (ring.persistent and ring.async_mma):
+        raise ValueError("epilogue_under_next needs persistent=True and async_mma=True: only a CTA that goes on to "
+                         "another tile, with products that run while it works, has something to write out under")
     arrays = _play(ring.stages, k_tiles, tiles, ring.ctas, ring.consumers, ring.dedicated_producer, ring.async_mma,
-                   ring.persistent, ring.wait_before_refill, ring.lookahead, float(load_latency), mma_time,
-                   float(epilogue_time))
+                   ring.persistent, ring.epilogue_under_next, ring.wait_before_refill, ring.lookahead,
+                   float(load_latency), mma_time, float(epilogue_time))
     out = dict(zip(EVENTS, arrays))
     slices = np.arange(tiles * k_tiles)
     in_run = slices if ring.persistent else slices % k_tiles      # a new CTA's ring starts at stage 0

@@ -4,9 +4,20 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 
-def shape_sweep_data(records=None, *, rungs=("11", "12")):
-    """% of cuBLAS of ``rungs`` per shape from the newest recorded run that timed them all on non-square shapes,
-    with the plan's pick.
+def course_sweep_shapes() -> list[tuple[int, int, int]]:
+    """The shapes of the course's sweep, ``benchmarks/shapes_nonsquare.txt`` (none in an installed package without
+    the repository)."""
+    from ..cli import _parse_shapes
+    from ..paths import REPO_ROOT
+
+    path = None if REPO_ROOT is None else REPO_ROOT / "benchmarks" / "shapes_nonsquare.txt"
+    return _parse_shapes(str(path)) if path is not None and path.is_file() else []
+
+
+def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
+    """% of cuBLAS of ``rungs`` per shape from the newest recorded run that timed them all on every shape of
+    ``shapes`` (default: the course's sweep, :func:`course_sweep_shapes`; with none, on any non-square shape), with
+    the plan's pick. A run that timed other shapes only (a check of the plan's model, say) is not the sweep.
 
     ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
     Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%] (gemm()'s own
@@ -20,11 +31,17 @@ def shape_sweep_data(records=None, *, rungs=("11", "12")):
     from ..sim.waves import UNITS
 
     records = load_records(latest_only=False) if records is None else records
+    wanted = course_sweep_shapes() if shapes is None else list(shapes)
     by_file: dict[str, dict] = {}
     for r in records:
         by_file.setdefault(r["file"], {})[(r["rung"], r["M"], r["N"], r["K"])] = r
-    complete = {f: recs for f, recs in by_file.items()
-                if all(any(k[0] == rung and not k[1] == k[2] == k[3] for k in recs) for rung in rungs)}
+
+    def covers(recs) -> bool:
+        if wanted:
+            return all((rung, *s) in recs for rung in rungs for s in wanted)
+        return all(any(k[0] == rung and not k[1] == k[2] == k[3] for k in recs) for rung in rungs)
+
+    complete = {f: recs for f, recs in by_file.items() if covers(recs)}
     if not complete:
         raise ValueError(f"No recorded run times rungs {', '.join(rungs)} together: run "
                          f"`hgemm-course bench {' '.join(rungs)} --shapes benchmarks/shapes_nonsquare.txt` on an H200.")
