@@ -1,6 +1,7 @@
 """Rung 12 (stream-K), the per-shape plan behind gemm(), and bench's --shapes."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -124,6 +125,16 @@ def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
     assert min(min(s) for s in shapes) >= 1024 and max(max(s) for s in shapes) == 16384
     assert any(M >= 4 * N for M, N, K in shapes) and any(N >= 4 * M for M, N, K in shapes)   # tall and wide
     assert any(K >= 4 * max(M, N) for M, N, K in shapes) and any(K * 4 <= min(M, N) for M, N, K in shapes)
+    # the counts its comments give are the plan's, on the H200's 66 clusters
+    for line in (REPO_ROOT / "benchmarks" / "shapes_nonsquare.txt").read_text().splitlines():
+        shape, _, comment = line.partition("#")
+        if not shape.strip():
+            continue
+        p = plan(*cli._parse_size(shape.strip()), units=66)
+        if (tiles := re.search(r"(\d+) cluster tiles", comment)):
+            assert int(tiles[1]) == p.tiles, line
+        if (waves := re.search(r"([\d.]+) waves", comment)):
+            assert f"{p.tiles / 66:.{len(waves[1].partition('.')[2])}f}" == waves[1], line
 
 
 @pytest.mark.gpu
