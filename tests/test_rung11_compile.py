@@ -88,27 +88,29 @@ def test_ptx_contains_what_the_rung_teaches(compiled):
 
 
 def test_stores_one_box_per_64_column_panel(compiled):
-    """bn / 64 TMA stores of (bm / 2, 64) per consumer, one per panel of the unrolled epilogue loop. The
-    epilogue is inlined twice: under the next tile's first slice of wgmma, and after the CTA's last tile."""
+    """bn / 64 TMA stores of (bm / 2, 64) per consumer, one per panel, each after its panel's stmatrix.x4 (4 per
+    product and panel). The epilogue is inlined at least twice: the panels stored under the next tile's slices,
+    and all of them after the CTA's last tile (the compiler may copy a panel's branch once more)."""
     k, mod = compiled
     stores = [line for line in mod.ptx.splitlines() if "global.shared::cta.bulk_group" in line]
-    assert len(stores) == 2 * (k.template_args[1] // 64)
     stmatrix = [line for line in mod.ptx.splitlines() if "stmatrix.sync" in line]
     bm, bn = k.template_args[:2]
-    assert len(stmatrix) == 2 * (bm // 128) * (bn // 16)  # FRAG_M products x 16-column pieces per warp
+    assert len(stores) >= 2 * (bn // 64)
+    assert len(stmatrix) == len(stores) * (bm // 128) * 4          # FRAG_M products x 4 pieces per panel
 
 
 @pytest.mark.parametrize("cluster_m", [1, 2])
 def test_only_named_barriers_inside_the_persistent_loop(cluster_m):
     """One CTA-wide barrier after the mbarriers are set up (bar.sync 0, or for a cluster the cluster
     barrier, which also closes the kernel); the consumers meet among themselves with named barriers,
-    two per 64-column panel of the epilogue (which is inlined twice: under the next tile's first slice and
+    two per 64-column panel of the epilogue (which is inlined at least twice: under the next tile's slices and
     after the last tile), never with the producer."""
     ptx = r11_persistent.kernel(cluster_m=cluster_m).compile().ptx
     barriers = [b.strip() for b in re.findall(r"\bbar(?:rier)?\.sync\s+([^;]+);", ptx)]
     assert barriers.count("0") == (1 if cluster_m == 1 else 0), barriers
     named = [b for b in barriers if b != "0"]
-    assert len(named) == 2 * 2 * r11_persistent.TILES.bn // 64, barriers
+    stores = [line for line in ptx.splitlines() if "global.shared::cta.bulk_group" in line]
+    assert len(named) == 2 * len(stores) >= 2 * 2 * r11_persistent.TILES.bn // 64, barriers
     assert ptx.count("barrier.cluster.wait") == (0 if cluster_m == 1 else 2)
 
 
@@ -449,7 +451,8 @@ def test_one_consumer_compiles_without_spills_and_within_setmaxnreg(tiles, clust
         assert text in mod.ptx, text
     assert r11_persistent.c_buffer_bytes(tiles, 1) == min(2, tiles.bn // 64) * tiles.bm * 64 * 2
     stmatrix = [line for line in mod.ptx.splitlines() if "stmatrix.sync" in line]
-    assert len(stmatrix) == 2 * (tiles.bm // 64) * (tiles.bn // 16)  # FRAG_M = bm / 64 products per warp, twice
+    stores = [line for line in mod.ptx.splitlines() if "global.shared::cta.bulk_group" in line]
+    assert len(stmatrix) == len(stores) * (tiles.bm // 64) * 4 >= 2 * (tiles.bm // 64) * (tiles.bn // 16)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -43,11 +43,11 @@ def slow_inline(stages, n, latency, mma, *, async_mma, wait_first):
     return issue, land, release, start, end
 
 
-def slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue):
+def slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue, parts=1):
     """Rung 11 with one consumer, as its loops read (one tile of it is rung 10 with one consumer: the producer
     issues slice j once empty has freed slice j - stages): the ring runs on across tiles, wait_group 0 ends each
-    tile, and the tile is written out after the next tile's first slice of products is issued (the CTA's last
-    tile at the end)."""
+    tile, and a tile is written out in `parts` parts during the next one, part q after slice q's products are
+    issued (all that remain after its last slice); the CTA's last tile at the end."""
     n = k_tiles * tiles
     issue, land, release, start, end = (np.full(n, np.nan) for _ in range(5))
     e_start, e_end = np.full(tiles, np.nan), np.full(tiles, np.nan)
@@ -59,9 +59,13 @@ def slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue):
         start[i] = max(t, tc_free)
         end[i] = tc_free = start[i] + mma
         tile, kt = divmod(i, k_tiles)
-        if kt == 0 and tile > 0:                      # the last tile's C, under this slice's products
-            e_start[tile - 1], t = t, t + epilogue
-            e_end[tile - 1] = t
+        if tile > 0 and kt < parts:                   # the last tile's C, part by part under these products
+            if kt == 0:
+                e_start[tile - 1] = t
+            done = parts if kt == k_tiles - 1 else kt + 1
+            t += epilogue / parts * (done - kt)
+            if done == parts:
+                e_end[tile - 1] = t
         if kt > 0:                                    # wait_group 1: free slice i - 1
             t = max(t, end[i - 1])
             release[i - 1] = t
@@ -77,13 +81,16 @@ def test_persistent_ring_agrees_with_its_slow_twin():
     for _ in range(25):
         stages, k_tiles, tiles = int(rng.integers(2, 7)), int(rng.integers(1, 9)), int(rng.integers(1, 5))
         latency, mma, epilogue = float(rng.integers(0, 4000)), float(rng.integers(100, 2000)), float(rng.integers(0, 3000))
-        ring = Ring(stages, mma, dedicated_producer=True, async_mma=True, persistent=True, epilogue_under_next=True)
+        parts = int(rng.integers(1, 5))
+        ring = Ring(stages, mma, dedicated_producer=True, async_mma=True, persistent=True, epilogue_under_next=True,
+                    epilogue_parts=parts)
         tl = ring_timeline(ring, k_tiles=k_tiles, tiles=tiles, load_latency=latency, epilogue_time=epilogue)
         got = (tl["issue"][0], tl["land"][0], tl["release"][0], tl["m_start"][0, 0], tl["m_end"][0, 0],
                tl["e_start"][0, 0], tl["e_end"][0, 0])
-        want = slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue)
+        want = slow_persistent(stages, k_tiles, tiles, latency, mma, epilogue, parts)
         for name, g, w in zip(("issue", "land", "release", "start", "end", "e_start", "e_end"), got, want):
-            np.testing.assert_allclose(g, w, err_msg=f"{stages} stages, {k_tiles} x {tiles} slices: {name}")
+            np.testing.assert_allclose(g, w, err_msg=f"{stages} stages, {k_tiles} x {tiles} slices, {parts} parts: "
+                                                     f"{name}")
 
 
 def model(ring, n, latency, mma):

@@ -8,8 +8,8 @@
 // per consumer take turns: a panel is written while the one before it is still being stored, and a
 // buffer is overwritten only once its previous store has read it. (A whole-tile C buffer would take
 // 64 KiB, the ring's fourth stage; the two panels take 32 KiB.) The epilogue runs late, under the
-// tensor cores: a consumer packs a finished tile's sums to fp16 pairs in registers, issues the next
-// tile's first slice of wgmma, and stores the packed tile while those products run.
+// tensor cores: a consumer packs a finished tile's sums to fp16 pairs in registers and stores them
+// during the next tile, one panel after each of its first slices' wgmma is issued, while those run.
 // With CLUSTER_M = 2 the CTAs come in clusters of two that compute vertically adjacent tiles of one
 // column of C, so they read the same k-slices of B: each loads half of the slice's 64-column panels and
 // multicasts them into both CTAs' rings, and a consumer frees a stage on both CTAs' empty barriers.
@@ -207,9 +207,11 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         int2 packed_at = {-1, -1};                    // its (m0, n0); m0 < 0: nothing is waiting to be stored
 
         // ---- epilogue: the packed fp16 rows -> C, panel by panel through the panel buffers -----
-        auto store_packed = [&]() {
+        // The panels p for which now(p) holds; once the last has gone, nothing is waiting.
+        auto store_packed = [&](auto now) {
 #pragma unroll
             for (int p = 0; p < BN / 64; ++p) {       // the 64-column panel p of this consumer's rows
+                if (!now(p)) continue;
                 const unsigned panel = smem_u32(ring.c[consumer][p % C_BUFFERS]); // (C_ROWS, 64) halves
                 if (storer) tma_store_wait_read<C_BUFFERS - 1>(); // the store that last read this buffer is done
                 named_barrier_sync(1 + consumer, 128); // ... and this warpgroup knows it
@@ -232,7 +234,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
                     tma_store_commit();
                 }
             }
-            packed_at.x = -1;
+            if (now(BN / 64 - 1)) packed_at.x = -1;
         };
 
         int it = 0;                                   // k-slices consumed by this CTA so far, over all its tiles
@@ -273,7 +275,9 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
                     }
                 }
                 wgmma_commit_group();
-                if (kt == 0 && packed_at.x >= 0) store_packed(); // the last tile's C, under this slice's wgmma
+                if (packed_at.x >= 0) {                // the last tile's C, a panel under each slice's wgmma
+                    store_packed([&](int p) { return p == kt || (p > kt && kt == k_tiles - 1); });
+                }
                 wgmma_wait_group<1>();                // slice it - 1's products are done; slice it's run on
                 __syncwarp();
                 if (kt > 0) release_stage((it - 1) % STAGES);
@@ -292,7 +296,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
             }
             packed_at = {m0, n0};
         }
-        if (packed_at.x >= 0) store_packed();         // the last tile has no next one to hide under
+        if (packed_at.x >= 0) store_packed([](int) { return true; }); // the last tile: no next one to hide under
         if (storer) tma_store_wait_read<0>();         // the CTA's shared memory outlives the last stores' reads
     }
     if constexpr (CLUSTER_M > 1) {                    // neither CTA leaves while the other may still

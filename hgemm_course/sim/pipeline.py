@@ -26,8 +26,9 @@ A ring is one of the kernels' shapes (:class:`Ring`):
   (``epilogue_time`` cycles per tile). Otherwise each tile is a new CTA that starts once the previous one
   on the SM has finished, and its ring starts empty.
 - ``epilogue_under_next`` (rung 11, with ``persistent`` and ``async_mma``): a consumer writes a tile out
-  only after it has issued the next tile's first slice of products, so the tensor cores run those while it
-  does; the CTA's last tile is written out at the end.
+  during the next tile, in ``epilogue_parts`` equal parts (rung 11: one per 64-column panel), one after it has
+  issued each of that tile's first slices of products, so the tensor cores run those while it writes (a tile
+  of fewer slices takes the remaining parts after its last); the CTA's last tile is written out at the end.
 
 :func:`ring_timeline` plays it and returns every event time; ``tensor_busy_pct`` is the share of the
 run the tensor cores worked.
@@ -61,6 +62,7 @@ class Ring:
     async_mma: bool = False
     persistent: bool = False
     epilogue_under_next: bool = False
+    epilogue_parts: int = 1       # the parts a tile's epilogue is written out in (rung 11: its C panels)
     ctas: int = 1                 # CTAs on the SM at once, sharing its tensor cores
     wait_before_refill: bool = False   # rung 03: wait_group and __syncthreads come before the refill
     full_label: str = "full[s]"   # what a consumer's wait for a slice is called in the kernel
@@ -114,25 +116,34 @@ def rung_ring(rung: str) -> Ring:
     t = module.TILES
     return Ring(t.stages, _wgmma_time(t.bm, t.bn, t.bk), consumers=module.CONSUMERS, dedicated_producer=True,
                 async_mma=True, persistent=rung == "11", epilogue_under_next=rung == "11",
+                epilogue_parts=t.bn // 64 if rung == "11" else 1,
                 producer_label="producer warpgroup (TMA)")
 
 
 @njit(cache=True)
-def _write_out(c, k, tile, start, epilogue_time, e_start, e_end, cta_end):
-    """Consumer k of CTA c writes tile `tile` out from `start`; the CTA's tile is finished once every
-    consumer has. Returns when this consumer is done."""
-    e_start[c, k, tile] = start
-    e_end[c, k, tile] = start + epilogue_time
-    finished = e_end[c, k, tile]
-    for kk in range(e_end.shape[1]):
-        finished = UNKNOWN if e_end[c, kk, tile] == UNKNOWN or finished == UNKNOWN \
-            else max(finished, e_end[c, kk, tile])
-    cta_end[c, tile] = finished
-    return e_end[c, k, tile]
+def _write_out(c, k, tile, first, last, start, part_time, e_part, e_start, e_end, cta_end):
+    """Consumer k of CTA c writes parts first .. last - 1 of tile `tile` out, one after another from `start`;
+    the CTA's tile is finished once every consumer has written its last part. Returns when this consumer is
+    done."""
+    t = start
+    for q in range(first, last):
+        e_part[c, k, tile, q, 0] = t
+        t += part_time
+        e_part[c, k, tile, q, 1] = t
+    if first == 0:
+        e_start[c, k, tile] = start
+    if last == e_part.shape[3]:
+        e_end[c, k, tile] = t
+        finished = t
+        for kk in range(e_end.shape[1]):
+            finished = UNKNOWN if e_end[c, kk, tile] == UNKNOWN or finished == UNKNOWN \
+                else max(finished, e_end[c, kk, tile])
+        cta_end[c, tile] = finished
+    return t
 
 
 @njit(cache=True)
-def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persistent, deferred, wait_first,
+def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persistent, deferred, parts, wait_first,
           lookahead, load_latency, mma_time, epilogue_time):
     """The event loop: again and again, run the agent whose next action comes first among those whose
     barrier has a known completion time. Every event an action sets lies at or after the action, so the
@@ -152,6 +163,7 @@ def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persist
     g_pass = np.full((ctas, consumers, n), UNKNOWN)     # ... and returns
     e_start = np.full((ctas, consumers, tiles), UNKNOWN)
     e_end = np.full((ctas, consumers, tiles), UNKNOWN)
+    e_part = np.full((ctas, consumers, tiles, parts, 2), UNKNOWN)   # each part's start and end
     cta_end = np.full((ctas, tiles), UNKNOWN)           # every consumer of the tile's CTA has finished
 
     per_cta = consumers + 1                             # agent 0 of a CTA: its producer (dedicated only)
@@ -244,8 +256,11 @@ def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persist
             m_end[c, k, i] = m_start[c, k, i] + mma_time / consumers
             tc_free = m_end[c, k, i]
             if async_mma:
-                if deferred and tile > 0 and i % k_tiles == 0:   # the last tile, under this slice's products
-                    t[a] = _write_out(c, k, tile - 1, t[a], epilogue_time, e_start, e_end, cta_end)
+                kt = i % k_tiles
+                if deferred and tile > 0 and kt < parts:     # the last tile, a part under this slice's products
+                    last = parts if kt == k_tiles - 1 else kt + 1   # (the rest after the tile's last slice)
+                    t[a] = _write_out(c, k, tile - 1, kt, last, t[a], epilogue_time / parts, e_part, e_start,
+                                      e_end, cta_end)
                 step[a] = _WAIT_MMA
             else:                                       # mma.sync: the warps are busy until it is done
                 t[a] = m_end[c, k, i]
@@ -275,18 +290,18 @@ def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persist
                 pos[a] = i + 1
                 step[a] = _WAIT_FULL if dedicated else _REFILL
         elif s == _EPILOGUE:
-            t[a] = _write_out(c, k, tile, t[a], epilogue_time, e_start, e_end, cta_end)
+            t[a] = _write_out(c, k, tile, 0, parts, t[a], epilogue_time / parts, e_part, e_start, e_end, cta_end)
             pos[a] = i + 1
             step[a] = _DONE if i + 1 == n else _WAIT_FULL if persistent else _NEXT_CTA
         elif s == _NEXT_CTA:                            # the next CTA takes the SM's slot: its ring starts empty
             t[a] = best_time
             step[a] = _WAIT_FULL if dedicated else _PROLOGUE
     return (p_ready, issue, land, release, w_ready, w_pass, m_issue, m_start, m_end, g_ready, g_pass, e_start,
-            e_end)
+            e_end, e_part)
 
 
 EVENTS = ("p_ready", "issue", "land", "release", "w_ready", "w_pass", "m_issue", "m_start", "m_end", "g_ready",
-          "g_pass", "e_start", "e_end")
+          "g_pass", "e_start", "e_end", "e_part")
 
 
 def ring_timeline(ring: Ring, *, k_tiles: int = 12, tiles: int = 1, load_latency: float = LOAD_LATENCY,
@@ -298,7 +313,8 @@ def ring_timeline(ring: Ring, *, k_tiles: int = 12, tiles: int = 1, load_latency
     ``release``) or [cta, consumer, slice] (``w_ready``/``w_pass``: the wait for the slice's bytes;
     ``m_issue``, ``m_start``/``m_end``: its products issued, and run on the tensor cores;
     ``g_ready``/``g_pass``: the wait until they are done, zero-length for mma.sync) or [cta, consumer,
-    tile] (``e_start``/``e_end``: the epilogue); ``stage`` and ``phase`` of each slice (the parity a wait
+    tile] (``e_start``/``e_end``: the epilogue, from its first part's start to its last part's end) or [cta,
+    consumer, tile, part, start or end] (``e_part``: each part); ``stage`` and ``phase`` of each slice (the parity a wait
     names is ``phase % 2``); ``end``, the last event; ``tensor_busy_pct``, the tensor cores' working share
     of [0, end]; and the settings.
     """
@@ -312,11 +328,14 @@ def ring_timeline(ring: Ring, *, k_tiles: int = 12, tiles: int = 1, load_latency
     if load_latency < 0 or mma_time <= 0 or epilogue_time < 0:
         raise ValueError(f"load_latency={load_latency}, mma_time={mma_time}, epilogue_time={epilogue_time}: "
                          "times are cycles, mma_time above 0 and the others at least 0")
+    if ring.epilogue_parts < 1:
+        raise ValueError(f"epilogue_parts={ring.epilogue_parts}: a tile is written out in at least 1 part")
     if ring.epilogue_under_next and not (ring.persistent and ring.async_mma):
         raise ValueError("epilogue_under_next needs persistent=True and async_mma=True: only a CTA that goes on to "
                          "another tile, with products that run while it works, has something to write out under")
     arrays = _play(ring.stages, k_tiles, tiles, ring.ctas, ring.consumers, ring.dedicated_producer, ring.async_mma,
-                   ring.persistent, ring.epilogue_under_next, ring.wait_before_refill, ring.lookahead,
+                   ring.persistent, ring.epilogue_under_next, ring.epilogue_parts, ring.wait_before_refill,
+                   ring.lookahead,
                    float(load_latency), mma_time, float(epilogue_time))
     out = dict(zip(EVENTS, arrays))
     slices = np.arange(tiles * k_tiles)

@@ -77,8 +77,9 @@ def pipeline_data(*, rung="07", stages=None, k_tiles=12, tiles=2, load_latency=L
                                                   "wgmma wait"))
                 else:
                     lane["intervals"].append((tl["m_issue"][c, k, j], tl["m_end"][c, k, j], "mma", f"{j}"))
-            lane["intervals"] += [(tl["e_start"][c, k, t], tl["e_end"][c, k, t], "epilogue", "epilogue")
-                                  for t in range(tiles)]
+            parts = tl["e_part"].shape[3]
+            lane["intervals"] += [(*tl["e_part"][c, k, t, q], "epilogue", "epilogue" if parts == 1 else f"C {q}")
+                                  for t in range(tiles) for q in range(parts)]
             lanes.append(lane)
     starts, ends = tl["m_start"].ravel(), tl["m_end"].ravel()
     tensor = {"name": "tensor cores", "intervals": [(s, e, "mma", "") for s, e in zip(starts, ends)]}
@@ -87,7 +88,7 @@ def pipeline_data(*, rung="07", stages=None, k_tiles=12, tiles=2, load_latency=L
     lanes.append(tensor)
 
     def in_epilogue(time):
-        return bool(((tl["e_start"] <= time) & (time < tl["e_end"])).any())
+        return bool(((tl["e_part"][..., 0] <= time) & (time < tl["e_part"][..., 1])).any())
 
     idle_epilogue = sum(e - s for s, e in idle if in_epilogue((s + e) / 2))
     predicted = rung_timeline(rung, k_tiles=PREDICT_K // 64, tiles=PREDICT_TILES, **settings)["tensor_busy_pct"]
