@@ -463,3 +463,22 @@ def test_one_consumer_compiles_without_spills_and_within_setmaxnreg(tiles, clust
 def test_refuses_consumer_counts_it_cannot_do(kwargs, match):
     with pytest.raises(ValueError, match=match):
         r11_persistent.kernel(**kwargs)
+
+
+@pytest.mark.parametrize("rung", ["11", "12"])
+def test_the_last_tiles_c_is_stored_while_the_next_slices_wgmma_run(rung):
+    """Between a slice's wgmma.commit_group and the wait for it, the main loop stores C panels of the tile
+    before: every panel's stmatrix and TMA store sits there (under the next tile's first slices), not after
+    a wait that would leave the tensor cores idle."""
+    from hgemm_course.ladder import r12_streamk
+
+    k = (r11_persistent if rung == "11" else r12_streamk).kernel()
+    ops = [line.strip().split()[0] for line in k.compile().ptx.splitlines()
+           if line.strip().startswith(("wgmma.commit_group", "wgmma.wait_group", "stmatrix",
+                                       "cp.async.bulk.tensor.2d.global.shared::cta"))]
+    commit = ops.index("wgmma.commit_group.sync.aligned;")
+    wait = next(i for i in range(commit, len(ops)) if ops[i].startswith("wgmma.wait_group"))
+    under = ops[commit + 1:wait]
+    bm, bn = k.template_args[:2]
+    assert sum(op.startswith("cp.async.bulk.tensor") for op in under) == bn // 64, ops
+    assert sum(op.startswith("stmatrix") for op in under) == (bm // 128) * (bn // 16), ops
