@@ -116,10 +116,11 @@ def test_shapes_files_are_read_with_comments_and_bad_lines_named(tmp_path):
 
 def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
     from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.viz.sweep import course_sweep_shapes
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel")
-    shapes = cli._parse_shapes(str(REPO_ROOT / "benchmarks" / "shapes_nonsquare.txt"))
+    shapes = course_sweep_shapes()
     nonsquare = [s for s in shapes if not s[0] == s[1] == s[2]]
     assert len(nonsquare) >= 12
     assert min(min(s) for s in shapes) >= 1024 and max(max(s) for s in shapes) == 16384

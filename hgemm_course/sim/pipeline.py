@@ -286,7 +286,7 @@ def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persist
                     release[c, j] = t[a]
             if i + 1 == tile_end and not (deferred and i + 1 < n):
                 step[a] = _EPILOGUE
-            else:                                       # (deferred: written out under the next tile's first slice)
+            else:                                       # (deferred: written out under the next tile's slices)
                 pos[a] = i + 1
                 step[a] = _WAIT_FULL if dedicated else _REFILL
         elif s == _EPILOGUE:
@@ -335,8 +335,7 @@ def ring_timeline(ring: Ring, *, k_tiles: int = 12, tiles: int = 1, load_latency
                          "another tile, with products that run while it works, has something to write out under")
     arrays = _play(ring.stages, k_tiles, tiles, ring.ctas, ring.consumers, ring.dedicated_producer, ring.async_mma,
                    ring.persistent, ring.epilogue_under_next, ring.epilogue_parts, ring.wait_before_refill,
-                   ring.lookahead,
-                   float(load_latency), mma_time, float(epilogue_time))
+                   ring.lookahead, float(load_latency), mma_time, float(epilogue_time))
     out = dict(zip(EVENTS, arrays))
     slices = np.arange(tiles * k_tiles)
     in_run = slices if ring.persistent else slices % k_tiles      # a new CTA's ring starts at stage 0
