@@ -219,7 +219,7 @@ def cmd_plan(args) -> int:
         _print_json([p.as_dict() for p in plans])
         return 0
     for p in plans:
-        options = "".join(f", {k}={v}" for k, v in p.options.items())
+        options = "".join(f", {k}={v}" for k, v in p.options_text().items())
         print(f"{p.M}x{p.N}x{p.K}: rung {p.rung}{options}. {p.reason}")
         for name, value in p.efficiency.items():
             print(f"    {name:<22} {value:6.1%} of the GPU busy (model)")

@@ -169,11 +169,64 @@ def input_sets_needed(M: int, N: int, K: int, l2_bytes: int, *, factor: int = 4,
     return max(1, min(cap, math.ceil(factor * l2_bytes / pair)))
 
 
-def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
-    """Milliseconds per launch, one CUDA event pair around each, inputs rotated."""
+def input_sets(M: int, N: int, K: int, l2_bytes: int) -> list[tuple]:
+    """The (A, B, C) device arrays a timing rotates through: fresh random A and B, enough of them that the
+    rotation streams several times the L2 (:func:`input_sets_needed`), and an empty C each."""
     import cupy
 
-    for i in range(warmup):
+    sets = []
+    for _ in range(input_sets_needed(M, N, K, l2_bytes)):
+        a, b, _ = random_inputs(M, N, K, xp=cupy)
+        sets.append((a, b, cupy.empty((M, N), dtype=cupy.float16)))
+    return sets
+
+
+def cublas(a, b, c) -> None:
+    """cuBLAS's fp16 GEMM, the reference every rung is timed beside: C = A @ B through ``cupy.matmul``."""
+    import cupy
+
+    cupy.matmul(a, b, out=c)
+
+
+def warmup_launches(warmup: int, inputs) -> int:
+    """Untimed launches before the timed ones: ``warmup``, and at least one on every input set. A launcher
+    caches what it works out per buffer (the TMA rungs' tensor maps); a timed launch that found its
+    buffers new would wait for that host work inside its CUDA events, which for a kernel of tens of
+    microseconds is most of what they measure (on the H200, rung 12 at 2048 x 2560 x 1024 timed 80 us a
+    launch while most of its input sets were new to it, 29 us once it had seen them all:
+    results/tile_probe_nvidia-h200_20261201T165037.json, "plan" and "12 sk1")."""
+    return max(warmup, len(inputs))
+
+
+SETTLE_S = 0.5
+
+
+def settle(fn, inputs, seconds: float = SETTLE_S) -> None:
+    """Keep the GPU busy with ``fn`` for ``seconds`` before the first rung of a shape is timed. The card sets
+    its clock by the power it draws, and the power drawn just after the light work of making the inputs is
+    not the steady state: timed at once, the first rung read up to 4.5 points lower than the same kernel
+    timed second (results/bench_nvidia-h200_20261201T170715_869dab.json, 16384 x 16384 x 1024, "plan" and
+    "11" both rung 11 there)."""
+    import time
+
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    end, i = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        fn(*inputs[i % len(inputs)])
+        i += 1
+        if i % 4 == 0:
+            stream.synchronize()       # the host waits on the GPU, so the loop measures GPU time
+    stream.synchronize()
+
+
+def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
+    """Milliseconds per launch, one CUDA event pair around each, inputs rotated. The warm-up launches at
+    least once on every input set (see :func:`warmup_launches`)."""
+    import cupy
+
+    for i in range(warmup_launches(warmup, inputs)):
         fn(*inputs[i % len(inputs)])
     starts = [cupy.cuda.Event() for _ in range(repeats)]
     ends = [cupy.cuda.Event() for _ in range(repeats)]
@@ -224,6 +277,12 @@ class PairedTiming:
     fn_clocks: list[ClockReading | None]
     reference_clocks: list[ClockReading | None]
 
+    def summary(self) -> dict:
+        """The medians a probe records: ms, cublas_ms (the reference's), pct_cublas, sm_clock_mhz_median."""
+        ms, cms = statistics.median(self.fn_ms), statistics.median(self.reference_ms)
+        mhz = statistics.median([c.mhz for c in self.fn_clocks if c] or [0])
+        return {"ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "sm_clock_mhz_median": mhz}
+
 
 def _read_during(clock, launch_began, launch_ended):
     """``clock()`` as soon as the GPU has passed ``launch_began``, kept only if ``launch_ended`` had not been
@@ -246,7 +305,7 @@ def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None)
     import cupy
 
     half = len(inputs) // 2
-    for i in range(warmup):
+    for i in range(warmup_launches(warmup, inputs)):
         fn(*inputs[i % len(inputs)])
         reference(*inputs[(i + half) % len(inputs)])
     events = [[cupy.cuda.Event() for _ in range(3)] for _ in range(repeats)]
@@ -297,15 +356,9 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     bar = tqdm(total=len(jobs), desc="bench", disable=not progress, unit="run")
     clock = sm_clock_reader()
     for M, N, K in shapes:
-        n_sets = input_sets_needed(M, N, K, gpu.l2_bytes)
-        sets = []
-        for _ in range(n_sets):
-            a, b, _ = random_inputs(M, N, K, xp=cupy)
-            sets.append((a, b, cupy.empty((M, N), dtype=cupy.float16)))
-
-        def cublas(a, b, c):
-            cupy.matmul(a, b, out=c)
-
+        sets = input_sets(M, N, K, gpu.l2_bytes)
+        n_sets = len(sets)
+        settle(cublas, sets)
         for rung in [r for shape, r in jobs if shape == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
             check = verify(rung, M, N, K)

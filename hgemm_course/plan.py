@@ -1,15 +1,16 @@
-"""What ``gemm(a, b)`` runs for a shape on a Hopper GPU: rung 11 (whole tiles, a wave at a time) or rung 12
-(the last waves divided by K), and how many whole waves rung 12 divides.
+"""What ``gemm(a, b)`` runs for a shape on a Hopper GPU: rung 11 (whole tiles, a wave at a time; 128 x 256
+tiles, or 128 x 128 where the big ones leave most of a wave empty) or rung 12 (the last waves divided by K),
+and how many whole waves rung 12 divides.
 
 The choice is a small model, not a table of timings: :mod:`hgemm_course.sim.waves` counts the waves each
-choice makes on this GPU's clusters, in K-iterations, with a fix-up charged per split tile, and the plan takes
-rung 12 only where its predicted busy fraction beats rung 11's by more than the model's margin. The recorded
-H200 sweeps check the model (``tests/test_plan.py``): where it picks one rung, that rung was not measurably the
-slower one.
+choice makes on this GPU's SMs, in K-iterations, with a fix-up charged per split tile. The plan takes rung 12
+only where its predicted busy fraction beats rung 11's by more than the model's margin, and rung 11's smaller
+tiles only where they beat both. The recorded H200 runs check the model (``tests/test_streamk.py``): where it
+picks one rung, that rung was not measurably the slower one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from typing import Callable
 
@@ -24,9 +25,24 @@ PLAN_SK_ITER_COST = 1.2
 # computes one tile, and there the H200 ran rung 11 without clusters as fast or faster, timed in pairs with
 # cuBLAS (results/tune_nvidia-h200_20261201T142435_6f0d08.json, without / with clusters: 1024^3 66.1% / 59.7%,
 # 2048^3 110.0% / 96.0%, 2048x2048x8192 100.1% / 98.9%, 1024x4096x2048 61.2% / 61.7%) and in SM cycles
-# (2048^3: 43.2 k / 44.9 k, cuBLAS 43.5 k; results/profiles). Past one wave the two tied (2048x4096x4096 up to
-# 8192^3, within 0.7 points), so the rung keeps its clusters there.
+# (2048^3: 43.2 k / 44.9 k, cuBLAS 43.5 k; results/profiles). Past one wave the two are within what repeated
+# runs of one kernel differ by: without clusters took 0.5-0.9% fewer SM cycles at 4096^3, 8192^3 and
+# 8192 x 8192 x 2048 and 0.25% more at 16384 x 16384 x 1024 (results/profiles T1556* and T1654*), and timed
+# in turn with the pairs, three rounds at seven shapes, it read 0.2 lower to 2.5 points higher in the second
+# and third rounds, median 0.4 (results/ablations/rung11_clusters_h200_20261201; the first round, timed right
+# after each shape's inputs were made, before the card settled (harness.settle), spread -6.5 to +0.3). So
+# past one wave the rung keeps the clusters chapter 11 builds.
 ONE_WAVE_CLUSTER_M = 1
+# Rung 11's smaller tiles, for shapes whose 128 x 256 tiles leave most of a wave empty: twice the tiles, each
+# half the work, so the waves fill better. Per FLOP they are slower: where both sizes fill their waves alike,
+# 128 x 128 tiles with 4 stages timed 0.94-0.97 times the speed of 128 x 256 from K = 4096 up, and 0.88 at
+# 16384 x 16384 x 1024 (results/tile_probe_nvidia-h200_20261201T165425.json); SMALL_TILE_SPEED charges that.
+# The waves count overstates what smaller tiles gain: on the twelve probed shapes where it predicted 1.13-1.41
+# times rung 11's speed, the H200 measured 1.03-1.30 (with 4 or 6 stages), and 0.97-1.00 on the three where it
+# predicted 1.05-1.07; so the plan takes them only past SMALL_TILE_MARGIN.
+SMALL_TILES = (128, 128)
+SMALL_TILE_SPEED = 0.94
+SMALL_TILE_MARGIN = 0.10
 
 
 @dataclass(frozen=True)
@@ -35,7 +51,7 @@ class Plan:
     N: int
     K: int
     rung: str                   # "11" or "12"
-    options: dict               # the rung's launcher keywords (rung 12: sk_waves; rung 11 in one wave: cluster_m)
+    options: dict               # the rung's launcher keywords (rung 12: sk_waves; rung 11: cluster_m, maybe tiles)
     sk_waves: int               # rung 12's best split here, whichever rung runs
     units: int                  # clusters that run at once
     tiles: int                  # cluster tiles of C
@@ -44,8 +60,12 @@ class Plan:
     launch: Callable = field(compare=False, repr=False, default=None)
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k)
+        return {k: getattr(self, k) if k != "options" else self.options_text()
                 for k in ("M", "N", "K", "rung", "options", "sk_waves", "units", "tiles", "efficiency", "reason")}
+
+    def options_text(self) -> dict:
+        """The launcher keywords as plain values: a tile shape as "BMxBN"."""
+        return {k: f"{v.bm}x{v.bn}" if hasattr(v, "bm") else v for k, v in self.options.items()}
 
 
 def units_here() -> int:
@@ -62,37 +82,54 @@ def units_here() -> int:
     return r11_persistent.resident_ctas(kern, r12_streamk.CLUSTER_M) // r12_streamk.CLUSTER_M
 
 
-def rung11_efficiency(M: int, N: int, units: int) -> float:
-    """Rung 11's busy fraction in the same model: its clusters walk the launch positions of whole super tiles
-    round-robin and skip those past the grid's edge, so the busiest cluster computes more tiles than an even
-    share (the waves' count alone would say 99% at 7168 x 7168, where some clusters get 14 tiles and others 10)."""
-    from .ladder.r11_persistent import CLUSTER_M, cta_tiles
+def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None) -> float:
+    """Rung 11's busy fraction in the same model, on ``units`` clusters of ``cluster_m`` CTAs (the rung's own
+    clusters by default): its clusters walk the launch positions of whole super tiles round-robin and skip
+    those past the grid's edge, so the busiest cluster computes more tiles than an even share (the waves'
+    count alone would say 99% at 7168 x 7168, where some clusters get 14 tiles and others 10)."""
+    from .ladder.r11_persistent import CLUSTER_M, TILES, cta_tiles
 
-    per_cluster = [len(cta_tiles(u * CLUSTER_M, units * CLUSTER_M, M, N)) for u in range(units)]
-    tiles = sum(per_cluster)
-    return tiles / (units * max(per_cluster))
+    tiles, cluster_m = tiles or TILES, cluster_m or CLUSTER_M
+    per_cluster = [len(cta_tiles(u * cluster_m, units * cluster_m, M, N, tiles, cluster_m=cluster_m))
+                   for u in range(units)]
+    return sum(per_cluster) / (units * max(per_cluster))
 
 
 @lru_cache(maxsize=1024)
 def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
-    """The plan for an M x N x K product (cached per shape): rung 11, or rung 12 with the sk_waves whose
-    predicted busy fraction is highest, when that beats rung 11's by more than the model's margin. Rung 11 runs
-    without clusters when its tiles are at most one wave (ONE_WAVE_CLUSTER_M)."""
+    """The plan for an M x N x K product (cached per shape), over ``units`` clusters of two CTAs: rung 11 with
+    128 x 128 tiles where their predicted busy fraction beats both rung 11's with 128 x 256 tiles by
+    SMALL_TILE_MARGIN and rung 12's; else rung 12 with the sk_waves whose prediction is highest, when that beats
+    rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters when its tiles are at
+    most one wave (ONE_WAVE_CLUSTER_M), and always with the small tiles."""
     from .ladder import get
+    from .ladder.r11_persistent import TILES as RUNG11_TILES
     from .ladder.r12_streamk import CLUSTER_M, TILES
     from .sim import waves
 
     units = units or units_here()
+    ctas = units * CLUSTER_M
     shape = dict(tile_m=TILES.bm, tile_n=TILES.bn, tile_k=TILES.bk, units=units, cluster_m=CLUSTER_M)
     tiles = waves.schedule(M, N, K, mode="dp", **shape).tiles
-    whole = rung11_efficiency(M, N, units)
+    small_tiles = replace(RUNG11_TILES, bm=SMALL_TILES[0], bn=SMALL_TILES[1])
+    cta_tiles = -(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn)
+    one_wave = cta_tiles <= ctas
+    whole = rung11_efficiency(M, N, ctas, cluster_m=1) if one_wave else rung11_efficiency(M, N, units)
+    small = rung11_efficiency(M, N, ctas, small_tiles, cluster_m=1) * SMALL_TILE_SPEED
     split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, fixup_iters=PLAN_FIXUP_ITERS,
                                 sk_iter_cost=PLAN_SK_ITER_COST, **shape) for sk in SK_WAVES_TRIED}
-    efficiency = {"rung 11": whole} | {f"rung 12, sk_waves={sk}": s.efficiency for sk, s in split.items()}
+    small_name = f"rung 11, {SMALL_TILES[0]}x{SMALL_TILES[1]} tiles"
+    efficiency = ({"rung 11": whole, small_name: small}
+                  | {f"rung 12, sk_waves={sk}": s.efficiency for sk, s in split.items()})
     best = max(SK_WAVES_TRIED, key=lambda sk: (split[sk].efficiency, -sk))
     gain = split[best].efficiency / whole - 1
     waves_text = f"{tiles} cluster tiles on {units} clusters make {tiles / units:.2f} waves"
-    if gain > waves.DP_MARGIN:
+    if small > whole * (1 + SMALL_TILE_MARGIN) and small > split[best].efficiency:
+        rung, options = "11", {"cluster_m": 1, "tiles": small_tiles}
+        reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
+                  f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed), "
+                  f"rung 12 dividing by K {split[best].efficiency:.0%}.")
+    elif gain > waves.DP_MARGIN:
         rung, options = "12", {"sk_waves": best}
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, rung 12 dividing the last "
                   f"{'wave' if best == 0 else f'{best + 1} waves'} by K {split[best].efficiency:.0%}.")
@@ -100,14 +137,12 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         rung, options = "11", {}
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, and dividing by K would gain "
                   f"{max(gain, 0):.1%}, within the model's {waves.DP_MARGIN:.0%} margin.")
-        cta_tiles = -(-M // TILES.bm) * -(-N // TILES.bn)
-        if cta_tiles <= units * CLUSTER_M:
+        if one_wave:
             options = {"cluster_m": ONE_WAVE_CLUSTER_M}
             reason = (reason[:-1] + f"; its {cta_tiles} tiles are one wave, one per CTA, where CTAs without clusters "
                       "measured as fast or faster than pairs sharing B.")
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
-
 
 
 def _launch_planned(a, b, c) -> None:

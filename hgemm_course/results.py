@@ -69,18 +69,28 @@ def run_folder(out_dir: Path | None = None, *, record: bool = False, recorded: P
 
 def write_run(records, *, kind: str = "bench", folder: Path | None = None, extra: dict | None = None) -> Path:
     """Write one run's records with provenance (default folder ./hgemm-results/); returns the file's path."""
-    folder = Path(folder) if folder else user_results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     prov = provenance(extra)
     rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
     for r in rows:
         r.setdefault("gpu", prov["gpu"])
         r.setdefault("date", prov["date"])
+    return _write_with_provenance({"provenance": prov, "records": rows}, kind, folder)
+
+
+def write_report(report: dict, *, kind: str, folder: Path | None = None) -> Path:
+    """Write a research probe's report (any JSON-able dict, no run records) with provenance, named like a run."""
+    return _write_with_provenance({"provenance": provenance(), **report}, kind, folder)
+
+
+def _write_with_provenance(data: dict, kind: str, folder: Path | None) -> Path:
+    folder = Path(folder) if folder else user_results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    prov = data["provenance"]
     gpu_tag = re.sub(r"[^A-Za-z0-9]+", "-", prov["gpu"] or "nogpu").strip("-").lower()
     stamp = prov["date"].replace(":", "").replace("-", "")[:15]
     # a random suffix: runs written in the same second (several processes at once) get different names
     path = folder / f"{kind}_{gpu_tag}_{stamp}_{secrets.token_hex(3)}.json"
-    return write_atomic(path, json.dumps({"provenance": prov, "records": rows}, indent=1) + "\n")
+    return write_atomic(path, json.dumps(data, indent=1, default=float) + "\n")
 
 
 def _read_run(path: Path) -> dict:
@@ -151,17 +161,18 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
     # paired timing (each launch beside a cuBLAS launch) once a run has it: older runs shared one cuBLAS median
     paired = [r for r in records if r.get("paired")]
     records = paired or records
-    square = sorted({r["M"] for r in records if r["M"] == r["N"] == r["K"]})
-    by_key = {(r["rung"], r["M"]): r for r in records if r["M"] == r["N"] == r["K"]}
+    rungs = registry()          # the ladder's rungs: a run of gemm()'s plan alone adds no column
+    by_key = {(r["rung"], r["M"]): r for r in records if r["M"] == r["N"] == r["K"] and r["rung"] in rungs}
+    square = sorted({n for _, n in by_key})
     head = "| rung | idea | " + " | ".join(f"{n}^3" for n in square) + " |"
     rows = [head, "|" + "---|" * (2 + len(square))]
-    for rung in registry().values():
+    for rung in rungs.values():
         cells = []
         for n in square:
             r = by_key.get((rung.id, n))
             cells.append(f"{r['tflops']:.1f} TF/s, **{r['pct_cublas']:.1f}%**" if r else "-")
         rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
-    sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in records})
+    sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in by_key.values()})
     notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
     return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of cuBLAS (`cupy.matmul`, fp16) " + (
         "timed launch by launch beside each rung's launches (paired), the ratio of the two medians." if paired

@@ -4,8 +4,6 @@ Result file: results/streamk_probe_<gpu>_<date>.json (written with --out)."""
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 
 import cupy
 
@@ -48,34 +46,21 @@ def main() -> None:
     clock = harness.sm_clock_reader()
     rung11 = get("11")
     for M, N, K in TIME_SHAPES:
-        sets = []
-        for _ in range(harness.input_sets_needed(M, N, K, 60 << 20)):
-            a, b, _ = harness.random_inputs(M, N, K, xp=cupy)
-            sets.append((a, b, cupy.empty((M, N), dtype=cupy.float16)))
-
-        def cublas(a, b, c):
-            cupy.matmul(a, b, out=c)
+        sets = harness.input_sets(M, N, K, 60 << 20)
+        harness.settle(harness.cublas, sets)
         variants = {"11": rung11.launch}
         for sk in (0, 1, 2):
             variants[f"12 sk_waves={sk}"] = lambda a, b, c, sk=sk: r12_streamk.launch(a, b, c, sk_waves=sk)
         for name, fn in variants.items():
-            t = harness.time_paired(fn, cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
-            ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
-            mhz = statistics.median([c.mhz for c in t.fn_clocks if c] or [0])
-            report["timing"].append({"variant": name, "shape": [M, N, K], "ms": ms, "cublas_ms": cms,
-                                     "pct_cublas": 100 * cms / ms, "sm_clock_mhz_median": mhz})
-            print(f"time {M}x{N}x{K} {name:>14}: {ms:.3f} ms, {100 * cms / ms:5.1f}% of cuBLAS (clock {mhz} MHz)",
-                  flush=True)
+            t = harness.time_paired(fn, harness.cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
+            got = t.summary()
+            report["timing"].append({"variant": name, "shape": [M, N, K], **got})
+            print(f"time {M}x{N}x{K} {name:>14}: {got['ms']:.3f} ms, {got['pct_cublas']:5.1f}% of cuBLAS "
+                  f"(clock {got['sm_clock_mhz_median']} MHz)", flush=True)
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     if args.out:
-        from pathlib import Path
-
-        from hgemm_course.paths import write_atomic
-        prov = results.provenance()
-        path = Path(args.out) / f"streamk_probe_nvidia-h200_{prov['date'][:10].replace('-', '')}.json"
-        write_atomic(path, json.dumps({"provenance": prov, **report}, indent=1, default=float))
-        print("written", path)
+        print("written", results.write_report(report, kind="streamk_probe", folder=args.out))
     print("\nsummary")
     for t in report["timing"]:
         print(f"{'x'.join(map(str, t['shape'])):>18} {t['variant']:>14} {t['pct_cublas']:6.1f}%")

@@ -26,3 +26,13 @@ def test_ci_runs_the_readme_test_command():
 def test_ladder_table_matches_the_recorded_results():
     table = README[README.index(README_BEGIN) + len(README_BEGIN):README.index(README_END)].strip()
     assert table == ladder_markdown().strip(), "run `hgemm-course results --readme`"
+
+
+def test_the_table_has_a_column_only_where_a_rung_was_timed():
+    def rec(rung, n, pct, file="run.json"):
+        return {"rung": rung, "M": n, "N": n, "K": n, "tflops": 1.0, "pct_cublas": pct, "paired": True,
+                "file": file, "gpu": "NVIDIA H200", "date": "2026-12-01T00:00:00"}
+
+    table = ladder_markdown([rec("11", 4096, 99.0), rec("plan", 1024, 80.0, "plan_only.json")])
+    assert "4096^3" in table and "1024^3" not in table
+    assert "plan_only.json" not in table and "`results/run.json`" in table

@@ -16,6 +16,15 @@ def _record(rung, n, ms, cublas_ms):
                        100 * cublas_ms / ms, [ms] * 20, [cublas_ms] * 20)
 
 
+def test_a_probe_report_carries_provenance_and_is_not_read_as_a_run(tmp_path):
+    path = results.write_report({"timing": [{"variant": "11", "pct_cublas": 99.0}]}, kind="tile_probe",
+                                folder=tmp_path)
+    data = json.loads(path.read_text())
+    assert path.name.startswith("tile_probe_") and "date" in data["provenance"]
+    assert data["timing"][0]["pct_cublas"] == 99.0
+    assert load_records(tmp_path) == []
+
+
 def test_round_trip_keeps_provenance_and_every_sample(tmp_path):
     path = write_run([_record("01", 1024, 2.0, 0.5)], folder=tmp_path, extra={"note": "test data"})
     data = json.loads(path.read_text())

@@ -9,7 +9,7 @@ import pytest
 
 from hgemm_course import cli
 from hgemm_course.ladder import r12_streamk
-from hgemm_course.plan import plan, rung11_efficiency
+from hgemm_course.plan import SMALL_TILE_MARGIN, plan, rung11_efficiency
 from hgemm_course.sim import waves
 
 
@@ -37,20 +37,42 @@ def test_rung11_walk_counts_the_skipped_edge_positions():
 
 @pytest.mark.parametrize("shape, rung", [((3072, 3072, 3072), "12"), ((4096, 4096, 4096), "11"), ((2048, 2048, 2048), "11"),
                                          ((2048, 2048, 16384), "11"), ((2304, 4608, 8192), "12"),
-                                         ((5000, 3000, 1000), None)])
+                                         ((2048, 2560, 1024), "11"), ((5000, 3000, 1000), None)])
 def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
     p = plan(*shape, units=66)
     assert p.rung in ("11", "12") and p.reason.endswith(".")
     if rung:
         assert p.rung == rung
     best12 = max(v for k, v in p.efficiency.items() if k.startswith("rung 12"))
-    assert (p.rung == "12") == (best12 > p.efficiency["rung 11"] * (1 + waves.DP_MARGIN))
+    small = p.efficiency["rung 11, 128x128 tiles"]
+    takes_small = small > p.efficiency["rung 11"] * (1 + SMALL_TILE_MARGIN) and small > best12
+    assert (p.rung == "12") == (not takes_small and best12 > p.efficiency["rung 11"] * (1 + waves.DP_MARGIN))
     assert p.efficiency[f"rung 12, sk_waves={p.sk_waves}"] == best12
     one_wave = -(-shape[0] // 128) * -(-shape[1] // 256) <= 132
-    assert p.options == ({"sk_waves": p.sk_waves} if p.rung == "12" else {"cluster_m": 1} if one_wave else {})
+    if p.rung == "12":
+        assert p.options == {"sk_waves": p.sk_waves}
+    elif takes_small:
+        assert p.options["cluster_m"] == 1 and p.options["tiles"].bn == 128
+    else:
+        assert p.options == ({"cluster_m": 1} if one_wave else {})
 
 
-@pytest.mark.parametrize("shape, options", [((1024, 1024, 1024), {"cluster_m": 1}), ((2048, 2048, 8192), {"cluster_m": 1}),
+@pytest.mark.parametrize("shape, small", [((2048, 2560, 1024), True), ((2048, 3072, 2048), True),
+                                          ((2048, 2048, 2048), False),  # one wave of 128 x 256 tiles: full
+                                          ((2304, 4608, 8192), False),  # stream-K fills the waves better
+                                          ((8192, 8192, 8192), False),
+                                          ((1024, 1024, 1024), True)])  # 32 big tiles on 132 SMs, or 64 small
+def test_rung11_takes_128x128_tiles_only_where_its_big_tiles_leave_waves_empty(shape, small):
+    p = plan(*shape, units=66)
+    assert (p.rung == "11" and "tiles" in p.options) == small
+    if small:
+        tiles = p.launch.keywords["tiles"]
+        assert (tiles.bm, tiles.bn) == (128, 128) and p.options_text()["tiles"] == "128x128"
+        assert "128x128 tiles" in p.reason
+        assert p.efficiency["rung 11, 128x128 tiles"] > p.efficiency["rung 11"] * (1 + SMALL_TILE_MARGIN)
+
+
+@pytest.mark.parametrize("shape, options", [((1024, 2048, 1024), {"cluster_m": 1}), ((2048, 2048, 8192), {"cluster_m": 1}),
                                             ((1920, 2048, 2048), {"cluster_m": 1}),     # 15 x 8 = 120 tiles
                                             ((4096, 2048, 2048), {}),                    # 32 x 8 = 256 tiles
                                             ((2048, 4096, 4096), {}), ((8192, 8192, 8192), {})])
@@ -186,6 +208,30 @@ def test_paired_timing_alternates_and_reads_the_clock():
     assert len(t.fn_ms) == len(t.reference_ms) == len(t.fn_clocks) == len(t.reference_clocks) == 5
     assert min(t.fn_ms + t.reference_ms) > 0
     assert all(c is None or 100 < c.mhz < 5000 for c in t.fn_clocks + t.reference_clocks)
+
+
+@pytest.mark.gpu
+def test_paired_timing_warms_every_input_set_before_it_times():
+    import cupy
+
+    from hgemm_course import harness
+
+    sets = []
+    for _ in range(3):
+        a, b, _ = harness.random_inputs(256, 256, 256, xp=cupy)
+        sets.append((a, b, cupy.empty((256, 256), cupy.float16)))
+    seen = []
+    harness.time_paired(lambda a, b, c: seen.append(a.data.ptr) or cupy.matmul(a, b, out=c),
+                        lambda a, b, c: cupy.matmul(a, b, out=c), sets, warmup=1, repeats=4)
+    warm, timed = seen[:3], seen[3:]
+    assert len(timed) == 4 and set(warm) == {a.data.ptr for a, _, _ in sets}
+
+
+def test_the_warm_up_reaches_every_input_set():
+    from hgemm_course.harness import warmup_launches
+
+    assert warmup_launches(5, [()] * 32) == 32
+    assert warmup_launches(5, [()] * 2) == 5
 
 
 def test_a_clock_reading_is_kept_only_while_its_launch_runs():

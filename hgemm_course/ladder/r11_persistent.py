@@ -159,7 +159,7 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     return kern
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=tensormap.MAPS_CACHED)
 def _map_c(c_ptr: int, M: int, N: int, rows: int):
     """Tensor map of C for the TMA stores: boxes of (rows, 64), one consumer's rows and one 128-byte
     swizzled panel; TMA drops the parts of a box past M or N. Cached per buffer and shape."""
