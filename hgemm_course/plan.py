@@ -33,6 +33,11 @@ PLAN_SK_ITER_COST = 1.2
 # after each shape's inputs were made, before the card settled (harness.settle), spread -6.5 to +0.3). So
 # past one wave the rung keeps the clusters chapter 11 builds.
 ONE_WAVE_CLUSTER_M = 1
+# With every tile in the one wave, all of them run at once and their launch order buys no reuse in L2. Rung 06's
+# super tiles of 16 tile rows then only leave gaps: on a grid of 8 tile rows half the launch positions lie past
+# the edge, so some CTAs walk two tiles while others have none (at 1024 x 4096 x 2048, 128 tiles on 132 SMs,
+# the busiest CTAs take 2). Super tiles of one tile number the tiles without gaps, one per CTA.
+ONE_WAVE_SUPER = (1, 1)
 # Rung 11's smaller tiles, for shapes whose 128 x 256 tiles leave most of a wave empty: twice the tiles, each
 # half the work, so the waves fill better. Per FLOP they are slower: where both sizes fill their waves alike,
 # 128 x 128 tiles with 4 stages timed 0.94-0.97 times the speed of 128 x 256 from K = 4096 up, and 0.88 at
@@ -82,15 +87,16 @@ def units_here() -> int:
     return r11_persistent.resident_ctas(kern, r12_streamk.CLUSTER_M) // r12_streamk.CLUSTER_M
 
 
-def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None) -> float:
+def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None,
+                      super_mn: tuple[int, int] | None = None) -> float:
     """Rung 11's busy fraction in the same model, on ``units`` clusters of ``cluster_m`` CTAs (the rung's own
     clusters by default): its clusters walk the launch positions of whole super tiles round-robin and skip
     those past the grid's edge, so the busiest cluster computes more tiles than an even share (the waves'
     count alone would say 99% at 7168 x 7168, where some clusters get 14 tiles and others 10)."""
-    from .ladder.r11_persistent import CLUSTER_M, TILES, cta_tiles
+    from .ladder.r11_persistent import CLUSTER_M, SUPER, TILES, cta_tiles
 
-    tiles, cluster_m = tiles or TILES, cluster_m or CLUSTER_M
-    per_cluster = [len(cta_tiles(u * cluster_m, units * cluster_m, M, N, tiles, cluster_m=cluster_m))
+    tiles, cluster_m, super_mn = tiles or TILES, cluster_m or CLUSTER_M, super_mn or SUPER
+    per_cluster = [len(cta_tiles(u * cluster_m, units * cluster_m, M, N, tiles, super_mn, cluster_m))
                    for u in range(units)]
     return sum(per_cluster) / (units * max(per_cluster))
 
@@ -101,7 +107,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     128 x 128 tiles where their predicted busy fraction beats both rung 11's with 128 x 256 tiles by
     SMALL_TILE_MARGIN and rung 12's; else rung 12 with the sk_waves whose prediction is highest, when that beats
     rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters when its tiles are at
-    most one wave (ONE_WAVE_CLUSTER_M), and always with the small tiles."""
+    most one wave (ONE_WAVE_CLUSTER_M, ONE_WAVE_SUPER), and always with the small tiles."""
     from .ladder import get
     from .ladder.r11_persistent import TILES as RUNG11_TILES
     from .ladder.r12_streamk import CLUSTER_M, TILES
@@ -114,8 +120,12 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     small_tiles = replace(RUNG11_TILES, bm=SMALL_TILES[0], bn=SMALL_TILES[1])
     cta_tiles = -(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn)
     one_wave = cta_tiles <= ctas
-    whole = rung11_efficiency(M, N, ctas, cluster_m=1) if one_wave else rung11_efficiency(M, N, units)
-    small = rung11_efficiency(M, N, ctas, small_tiles, cluster_m=1) * SMALL_TILE_SPEED
+    whole = (rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M, super_mn=ONE_WAVE_SUPER) if one_wave
+             else rung11_efficiency(M, N, units))
+    small_options = {"cluster_m": 1, "tiles": small_tiles}
+    if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
+        small_options["super_mn"] = ONE_WAVE_SUPER
+    small = rung11_efficiency(M, N, ctas, small_tiles, 1, small_options.get("super_mn")) * SMALL_TILE_SPEED
     split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, fixup_iters=PLAN_FIXUP_ITERS,
                                 sk_iter_cost=PLAN_SK_ITER_COST, **shape) for sk in SK_WAVES_TRIED}
     small_name = f"rung 11, {SMALL_TILES[0]}x{SMALL_TILES[1]} tiles"
@@ -125,7 +135,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     gain = split[best].efficiency / whole - 1
     waves_text = f"{tiles} cluster tiles on {units} clusters make {tiles / units:.2f} waves"
     if small > whole * (1 + SMALL_TILE_MARGIN) and small > split[best].efficiency:
-        rung, options = "11", {"cluster_m": 1, "tiles": small_tiles}
+        rung, options = "11", small_options
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
                   f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed), "
                   f"rung 12 dividing by K {split[best].efficiency:.0%}.")
@@ -138,9 +148,10 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, and dividing by K would gain "
                   f"{max(gain, 0):.1%}, within the model's {waves.DP_MARGIN:.0%} margin.")
         if one_wave:
-            options = {"cluster_m": ONE_WAVE_CLUSTER_M}
-            reason = (reason[:-1] + f"; its {cta_tiles} tiles are one wave, one per CTA, where CTAs without clusters "
-                      "measured as fast or faster than pairs sharing B.")
+            options = {"cluster_m": ONE_WAVE_CLUSTER_M, "super_mn": ONE_WAVE_SUPER}
+            reason = (reason[:-1] + f"; its {cta_tiles} tiles are one wave, one per CTA (1x1 super tiles: in one "
+                      "wave the order buys nothing), where CTAs without clusters measured as fast or faster than "
+                      "pairs sharing B.")
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 

@@ -54,7 +54,7 @@ def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
     elif takes_small:
         assert p.options["cluster_m"] == 1 and p.options["tiles"].bn == 128
     else:
-        assert p.options == ({"cluster_m": 1} if one_wave else {})
+        assert p.options == (ONE_WAVE if one_wave else {})
 
 
 @pytest.mark.parametrize("shape, small", [((2048, 2560, 1024), True), ((2048, 3072, 2048), True),
@@ -72,17 +72,31 @@ def test_rung11_takes_128x128_tiles_only_where_its_big_tiles_leave_waves_empty(s
         assert p.efficiency["rung 11, 128x128 tiles"] > p.efficiency["rung 11"] * (1 + SMALL_TILE_MARGIN)
 
 
-@pytest.mark.parametrize("shape, options", [((1024, 2048, 1024), {"cluster_m": 1}), ((2048, 2048, 8192), {"cluster_m": 1}),
-                                            ((1920, 2048, 2048), {"cluster_m": 1}),     # 15 x 8 = 120 tiles
+ONE_WAVE = {"cluster_m": 1, "super_mn": (1, 1)}
+
+
+@pytest.mark.parametrize("shape, options", [((1024, 4096, 2048), ONE_WAVE), ((2048, 2048, 8192), ONE_WAVE),
+                                            ((1920, 2048, 2048), ONE_WAVE),             # 15 x 8 = 120 tiles
                                             ((4096, 2048, 2048), {}),                    # 32 x 8 = 256 tiles
                                             ((2048, 4096, 4096), {}), ((8192, 8192, 8192), {})])
-def test_rung11_runs_without_clusters_when_its_tiles_are_one_wave(shape, options):
+def test_rung11_runs_one_wave_without_clusters_or_gaps(shape, options):
     """Up to one wave each CTA computes one tile, where the H200 ran rung 11 without clusters as fast or
-    faster; past it the rung keeps the CTA pairs that share B."""
+    faster, and 1x1 super tiles leave no launch position empty; past it the rung keeps its pairs and order."""
     p = plan(*shape, units=66)
     assert p.rung == "11" and p.options == options
     assert ("one wave" in p.reason) == bool(options)
     assert p.launch.keywords == options
+
+
+def test_one_wave_of_rung11_gives_every_cta_at_most_one_tile():
+    """At 1024 x 4096 x 2048 rung 06's 16-row super tiles on 8 tile rows hand some CTAs two tiles."""
+    from hgemm_course.ladder.r11_persistent import cta_tiles
+
+    walks = [cta_tiles(b, 132, 1024, 4096, cluster_m=1) for b in range(132)]
+    assert max(map(len, walks)) == 2
+    p = plan(1024, 4096, 2048, units=66)
+    walks = [cta_tiles(b, 132, 1024, 4096, super_mn=p.options["super_mn"], cluster_m=1) for b in range(132)]
+    assert max(map(len, walks)) == 1 and sum(map(len, walks)) == 8 * 16
 
 
 def test_plan_agrees_with_the_recorded_sweep():
