@@ -56,7 +56,7 @@ class Plan:
     N: int
     K: int
     rung: str                   # "11" or "12"
-    options: dict               # the rung's launcher keywords (rung 12: sk_waves; rung 11: cluster_m, maybe tiles)
+    options: dict               # the rung's launcher keywords (rung 12: sk_waves; rung 11: cluster_m, tiles, super_mn)
     sk_waves: int               # rung 12's best split here, whichever rung runs
     units: int                  # clusters that run at once
     tiles: int                  # cluster tiles of C
@@ -106,8 +106,9 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     """The plan for an M x N x K product (cached per shape), over ``units`` clusters of two CTAs: rung 11 with
     128 x 128 tiles where their predicted busy fraction beats both rung 11's with 128 x 256 tiles by
     SMALL_TILE_MARGIN and rung 12's; else rung 12 with the sk_waves whose prediction is highest, when that beats
-    rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters when its tiles are at
-    most one wave (ONE_WAVE_CLUSTER_M, ONE_WAVE_SUPER), and always with the small tiles."""
+    rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters with the small tiles,
+    and with either size on 1x1 super tiles when its tiles are at most one wave (ONE_WAVE_CLUSTER_M,
+    ONE_WAVE_SUPER)."""
     from .ladder import get
     from .ladder.r11_persistent import TILES as RUNG11_TILES
     from .ladder.r12_streamk import CLUSTER_M, TILES
