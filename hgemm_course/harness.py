@@ -221,21 +221,90 @@ def settle(fn, inputs, seconds: float = SETTLE_S) -> None:
     stream.synchronize()
 
 
+HOLD_TIMEOUT_S = 10.0     # a hold the host never released lets its stream go after this long
+HOLD_LAUNCHES = 64        # timed launches (or pairs) queued behind one hold: far below the launch queue's depth
+
+
+class StreamHold:
+    """Holds the current stream while the host queues the launches to be timed, then lets them run back to back.
+
+    The host takes 10-30 us to prepare a GEMM launch from Python. A kernel that runs for less drains the
+    queue: the GPU waits for the host, and the CUDA event recorded before a launch fires while the host is
+    still preparing it, so the event pair counts host time as the kernel's (without a hold the H200 timed
+    cuBLAS at 1024^3 at 28 us a launch, 77 TFLOP/s: results/bench_nvidia-h200_20261201T171133_179c48.json).
+    ``with StreamHold():`` launches a one-thread kernel (kernels/hold.cu) that waits until the block ends;
+    the launches queued inside the block then find their predecessors already queued. :attr:`timed_out`
+    says, once the stream has drained, whether a hold gave up waiting (the host took over HOLD_TIMEOUT_S)."""
+
+    _words = None                 # host memory mapped into the GPU: [the last ticket released, timed out]
+    _tickets = 0
+
+    def __enter__(self) -> "StreamHold":
+        import ctypes
+
+        import cupy
+
+        cls = StreamHold
+        if cls._words is None:
+            ptr = cupy.cuda.runtime.hostAlloc(8, cupy.cuda.runtime.hostAllocMapped)
+            cls._words = (ctypes.c_uint32 * 2).from_address(ptr)   # kept for the process: 8 bytes
+        cls._tickets += 1
+        self.ticket = cls._tickets
+        address = ctypes.addressof(cls._words)  # one address for host and GPU: CUDA's unified addressing
+        _hold_function()((1,), (1,), (np.uint64(address), np.uint32(self.ticket), np.uint64(address + 4),
+                                      np.uint64(int(HOLD_TIMEOUT_S * 1e9))))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        StreamHold._words[0] = self.ticket
+
+    @staticmethod
+    def timed_out() -> bool:
+        """Whether a hold since the last call gave up waiting; call it after the stream has drained."""
+        words = StreamHold._words
+        if words is None or not words[1]:
+            return False
+        words[1] = 0
+        return True
+
+
+def _hold_function():
+    from .build import compile_cuda
+
+    return compile_cuda("hold.cu", name_expressions=("hold_stream",)).function("hold_stream")
+
+
+def _held_batches(count: int):
+    """range(count) in batches of at most HOLD_LAUNCHES, each to be queued behind its own hold."""
+    return [range(i, min(i + HOLD_LAUNCHES, count)) for i in range(0, count, HOLD_LAUNCHES)]
+
+
+def _warn_if_a_hold_timed_out() -> None:
+    if StreamHold.timed_out():
+        import warnings
+
+        warnings.warn(f"A stream hold waited {HOLD_TIMEOUT_S:.0f} s for the host to queue its launches and let "
+                      "them go: those launches may have waited for the host inside their CUDA events.")
+
+
 def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
-    """Milliseconds per launch, one CUDA event pair around each, inputs rotated. The warm-up launches at
-    least once on every input set (see :func:`warmup_launches`)."""
+    """Milliseconds per launch, one CUDA event pair around each, inputs rotated, the launches queued behind
+    a :class:`StreamHold` so that the events measure the GPU, not the host. The warm-up launches at least
+    once on every input set (see :func:`warmup_launches`)."""
     import cupy
 
     for i in range(warmup_launches(warmup, inputs)):
         fn(*inputs[i % len(inputs)])
     starts = [cupy.cuda.Event() for _ in range(repeats)]
     ends = [cupy.cuda.Event() for _ in range(repeats)]
-    for i in range(repeats):
-        args = inputs[i % len(inputs)]
-        starts[i].record()
-        fn(*args)
-        ends[i].record()
+    for batch in _held_batches(repeats):
+        with StreamHold():
+            for i in batch:
+                starts[i].record()
+                fn(*inputs[i % len(inputs)])
+                ends[i].record()
     ends[-1].synchronize()
+    _warn_if_a_hold_timed_out()
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
 
 
@@ -297,9 +366,10 @@ def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None)
     """Milliseconds per launch of ``fn`` and of ``reference``, alternated launch by launch (fn on input set i,
     then reference on set i + half the sets, rotating, so neither finds the other's operands in L2), one CUDA
     event pair around each. Clock drift then moves both sides of a pair alike, so the ratio of the two
-    medians holds where two medians taken minutes apart would not. The host queues every pair before it
-    waits: waiting after each pair would leave the GPU idle while the next launch is prepared, and the
-    event before it would count that host time as the kernel's. While the queue drains, ``clock()`` is read
+    medians holds where two medians taken minutes apart would not. The host queues the pairs behind a
+    :class:`StreamHold` and lets them go together: launched one by one, a short kernel would wait for the
+    host's next launch, and the event before it would count that host time as the kernel's. While the
+    queue drains, ``clock()`` is read
     during each launch. NVML's figure and its power-cap flag trail the hardware, which sets each kernel's
     clock by what it draws: the clock a launch ran at is its SM cycles over its time (``viz clocks``)."""
     import cupy
@@ -309,17 +379,21 @@ def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None)
         fn(*inputs[i % len(inputs)])
         reference(*inputs[(i + half) % len(inputs)])
     events = [[cupy.cuda.Event() for _ in range(3)] for _ in range(repeats)]
-    for i, (start, middle, end) in enumerate(events):
-        start.record()
-        fn(*inputs[i % len(inputs)])
-        middle.record()
-        reference(*inputs[(i + half) % len(inputs)])
-        end.record()
+    for batch in _held_batches(repeats):
+        with StreamHold():
+            for i in batch:
+                start, middle, end = events[i]
+                start.record()
+                fn(*inputs[i % len(inputs)])
+                middle.record()
+                reference(*inputs[(i + half) % len(inputs)])
+                end.record()
     fn_clocks, ref_clocks = [], []
     for start, middle, end in events:
         fn_clocks.append(_read_during(clock, start, middle) if clock else None)
         ref_clocks.append(_read_during(clock, middle, end) if clock else None)
     events[-1][2].synchronize()
+    _warn_if_a_hold_timed_out()
     return PairedTiming([cupy.cuda.get_elapsed_time(start, middle) for start, middle, _ in events],
                         [cupy.cuda.get_elapsed_time(middle, end) for _, middle, end in events],
                         fn_clocks, ref_clocks)
