@@ -19,6 +19,7 @@ from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 from hgemm_course.plan import _launch_planned, plan
 
 SQUARE_128 = WarpSpecializedTiles(bm=128, bn=128, bk=64, stages=6)   # 6 stages: 226 KiB of shared memory
+TALL_256 = WarpSpecializedTiles(bm=256, bn=128, bk=64, stages=3)     # cuBLAS's tile at 4096^3; 3 stages: 208 KiB
 VARIANTS = {
     "plan": _launch_planned,
     "11": r11_persistent.launch,
@@ -35,6 +36,9 @@ VARIANTS = {
     "12 128x128 sk1": partial(r12_streamk.launch, tiles=SQUARE_128, sk_waves=1),
     "12 128x128 no cluster sk0": partial(r12_streamk.launch, tiles=SQUARE_128, cluster_m=1, sk_waves=0),
     "12 128x128 no cluster sk1": partial(r12_streamk.launch, tiles=SQUARE_128, cluster_m=1, sk_waves=1),
+    "11 256x128": partial(r11_persistent.launch, tiles=TALL_256),
+    "11 256x128 no cluster": partial(r11_persistent.launch, tiles=TALL_256, cluster_m=1),
+    "12 256x128 sk0": partial(r12_streamk.launch, tiles=TALL_256, sk_waves=0),
 }
 FIRST_RUN = ["plan", "11 128x128", "11 128x128 no cluster", "12 128x128 sk0", "12 128x128 sk1"]
 VERIFY_SHAPES = [(257, 136, 72), (1000, 1992, 1024), (640, 768, 4096), (3000, 2000, 1000), (2304, 2304, 2048)]
