@@ -38,6 +38,17 @@ ONE_WAVE_CLUSTER_M = 1
 # the edge, so some CTAs walk two tiles while others have none (at 1024 x 4096 x 2048, 128 tiles on 132 SMs,
 # the busiest CTAs take 2). Super tiles of one tile number the tiles without gaps, one per CTA.
 ONE_WAVE_SUPER = (1, 1)
+# Past one wave, rung 06's super tiles of 16 tile rows leave launch positions empty wherever the tile rows are not a
+# whole number of super tiles: at 7168 x 7168 (56 rows of 128 x 256 tiles, 28 of cluster tiles) the last band of
+# 16 holds 12 and some clusters walk 14 tiles while others walk 10. Shorter super tiles waste fewer positions, so
+# the plan gives rung 11's 128 x 256 tiles the tallest of RUNG11_SUPERS whose walk the model finds busiest. On the
+# H200, timed in pairs with cuBLAS over two rounds (results/tile_probe_nvidia-h200_20261201T180119_e5c91a.json and
+# T180337_cacadf.json), the super tile the plan takes against 16x2: 7168 x 7168 x 2048 102% / 90%, 4608 x 2304 x
+# 1536 84% / 67%, 1475 x 5376 x 3064 97% / 69%, 2176 x 2944 x 1024 83% / 62%, 13312 x 5120 x 1024 107% / 102%,
+# and 0-14 points above rung 12 there; at 8676 x 11064 x 5256 the model's 4% gain did not show (97.4% / 97.5%,
+# rung 12 99.5%). At 4096^3 and 8192^3, where 16 rows divide the grid, 8x2 and 4x2 read within a point or two
+# of 16x2, so the shorter tiles cost nothing measurable in L2.
+RUNG11_SUPERS = ((16, 2), (8, 2), (4, 2))
 # Rung 11's smaller tiles, for shapes whose 128 x 256 tiles leave most of a wave empty: twice the tiles, each
 # half the work, so the waves fill better. Per FLOP they are slower: where both sizes fill their waves alike,
 # 128 x 128 tiles with 4 stages timed 0.94-0.97 times the speed of 128 x 256 from K = 4096 up, and 0.88 at
@@ -101,6 +112,16 @@ def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | N
     return sum(per_cluster) / (units * max(per_cluster))
 
 
+def rung11_best_super(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None) -> tuple[float, tuple]:
+    """(busy fraction, super tile) of the tallest of RUNG11_SUPERS whose walk the model finds busiest."""
+    best = None
+    for super_mn in RUNG11_SUPERS:
+        busy = rung11_efficiency(M, N, units, tiles, cluster_m, super_mn)
+        if best is None or busy > best[0]:
+            best = (busy, super_mn)
+    return best
+
+
 @lru_cache(maxsize=1024)
 def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     """The plan for an M x N x K product (cached per shape), over ``units`` clusters of two CTAs: rung 11 with
@@ -108,8 +129,9 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     SMALL_TILE_MARGIN and rung 12's; else rung 12 with the sk_waves whose prediction is highest, when that beats
     rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters with the small tiles,
     and with either size on 1x1 super tiles when its tiles are at most one wave (ONE_WAVE_CLUSTER_M,
-    ONE_WAVE_SUPER)."""
+    ONE_WAVE_SUPER); past one wave on the super tiles of RUNG11_SUPERS whose walk is busiest."""
     from .ladder import get
+    from .ladder.r11_persistent import SUPER as RUNG11_SUPER
     from .ladder.r11_persistent import TILES as RUNG11_TILES
     from .ladder.r12_streamk import CLUSTER_M, TILES
     from .sim import waves
@@ -121,8 +143,11 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     small_tiles = replace(RUNG11_TILES, bm=SMALL_TILES[0], bn=SMALL_TILES[1])
     cta_tiles = -(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn)
     one_wave = cta_tiles <= ctas
-    whole = (rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M, super_mn=ONE_WAVE_SUPER) if one_wave
-             else rung11_efficiency(M, N, units))
+    if one_wave:
+        whole, whole_super = rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M,
+                                               super_mn=ONE_WAVE_SUPER), ONE_WAVE_SUPER
+    else:
+        whole, whole_super = rung11_best_super(M, N, units)
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
         small_options["super_mn"] = ONE_WAVE_SUPER
@@ -153,6 +178,10 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
             reason = (reason[:-1] + f"; its {cta_tiles} tiles are one wave, one per CTA (1x1 super tiles: in one "
                       "wave the order buys nothing), where CTAs without clusters measured as fast or faster than "
                       "pairs sharing B.")
+        elif whole_super != RUNG11_SUPER:
+            options = {"super_mn": whole_super}
+            reason = (reason[:-1] + f"; on super tiles of {whole_super[0]} tile rows, which leave fewer launch "
+                      f"positions empty here than {RUNG11_SUPER[0]}.")
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 

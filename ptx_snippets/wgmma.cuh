@@ -73,6 +73,10 @@ __device__ __forceinline__ void wgmma_wait_group() {
 #define WGMMA_ACC_64                                                                                             \
     WGMMA_DECADE() ", " WGMMA_DECADE(1) ", " WGMMA_DECADE(2) ", " WGMMA_DECADE(3) ", " WGMMA_DECADE(4) ", "      \
     WGMMA_DECADE(5) ", " WGMMA_OP(6, 0) ", " WGMMA_OP(6, 1) ", " WGMMA_OP(6, 2) ", " WGMMA_OP(6, 3)
+#define WGMMA_ACC_96                                                                                             \
+    WGMMA_DECADE() ", " WGMMA_DECADE(1) ", " WGMMA_DECADE(2) ", " WGMMA_DECADE(3) ", " WGMMA_DECADE(4) ", "      \
+    WGMMA_DECADE(5) ", " WGMMA_DECADE(6) ", " WGMMA_DECADE(7) ", " WGMMA_DECADE(8) ", " WGMMA_OP(9, 0) ", "      \
+    WGMMA_OP(9, 1) ", " WGMMA_OP(9, 2) ", " WGMMA_OP(9, 3) ", " WGMMA_OP(9, 4) ", " WGMMA_OP(9, 5)
 #define WGMMA_ACC_128                                                                                            \
     WGMMA_DECADE() ", " WGMMA_DECADE(1) ", " WGMMA_DECADE(2) ", " WGMMA_DECADE(3) ", " WGMMA_DECADE(4) ", "      \
     WGMMA_DECADE(5) ", " WGMMA_DECADE(6) ", " WGMMA_DECADE(7) ", " WGMMA_DECADE(8) ", " WGMMA_DECADE(9) ", "     \
@@ -96,11 +100,12 @@ constexpr int WGMMA_NO_NEGATE = 1;
 // warpgroup. d[j] is the m16n8 fragment of mma.sync for column block j of this warp's 16 rows:
 // warp w of the warpgroup holds rows 16 w + lane / 4 (d[j][0..1]) and + 8 (d[j][2..3]), columns
 // 8 j + 2 (lane % 4) + {0, 1}. A and B come from shared memory through their descriptors;
-// MAJOR_A / MAJOR_B say which dimension is contiguous there. N is 64, 128 or 256.
+// MAJOR_A / MAJOR_B say which dimension is contiguous there. N is 64, 128, 192 or 256.
 template <int N, WgmmaMajor MAJOR_A, WgmmaMajor MAJOR_B>
 __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 8][4], unsigned long long desc_a,
                                                unsigned long long desc_b, bool scale_d) {
-    static_assert(N == 64 || N == 128 || N == 256, "wgmma_m64nNk16 is generated for N = 64, 128 and 256");
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256,
+                  "wgmma_m64nNk16 is generated for N = 64, 128, 192 and 256");
     constexpr int TA = static_cast<int>(MAJOR_A);
     constexpr int TB = static_cast<int>(MAJOR_B);
     if constexpr (N == 64) {
@@ -114,6 +119,13 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[N / 8][4], unsigned lo
         asm volatile(WGMMA_ASM(128, WGMMA_ACC_64, WGMMA_OP(6, 4), WGMMA_OP(6, 5), WGMMA_OP(6, 6), WGMMA_OP(6, 7),
                                WGMMA_OP(6, 8), WGMMA_OP(6, 9), WGMMA_OP(7, 0))
                      : WGMMA_D32(0), WGMMA_D32(8)
+                     : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(scale_d)), "n"(WGMMA_NO_NEGATE),
+                       "n"(WGMMA_NO_NEGATE), "n"(TA), "n"(TB)
+                     : "memory");
+    } else if constexpr (N == 192) {
+        asm volatile(WGMMA_ASM(192, WGMMA_ACC_96, WGMMA_OP(9, 6), WGMMA_OP(9, 7), WGMMA_OP(9, 8), WGMMA_OP(9, 9),
+                               WGMMA_OP(10, 0), WGMMA_OP(10, 1), WGMMA_OP(10, 2))
+                     : WGMMA_D32(0), WGMMA_D32(8), WGMMA_D32(16)
                      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(scale_d)), "n"(WGMMA_NO_NEGATE),
                        "n"(WGMMA_NO_NEGATE), "n"(TA), "n"(TB)
                      : "memory");

@@ -20,6 +20,7 @@ from hgemm_course.plan import _launch_planned, plan
 
 SQUARE_128 = WarpSpecializedTiles(bm=128, bn=128, bk=64, stages=6)   # 6 stages: 226 KiB of shared memory
 TALL_256 = WarpSpecializedTiles(bm=256, bn=128, bk=64, stages=3)     # cuBLAS's tile at 4096^3; 3 stages: 208 KiB
+WIDE_192 = WarpSpecializedTiles(bm=128, bn=192, bk=64, stages=4)     # 4 stages: 194 KiB; three B panels, no pairs
 VARIANTS = {
     "plan": _launch_planned,
     "11": r11_persistent.launch,
@@ -39,6 +40,11 @@ VARIANTS = {
     "11 256x128": partial(r11_persistent.launch, tiles=TALL_256),
     "11 256x128 no cluster": partial(r11_persistent.launch, tiles=TALL_256, cluster_m=1),
     "12 256x128 sk0": partial(r12_streamk.launch, tiles=TALL_256, sk_waves=0),
+    "11 super 8x2": partial(r11_persistent.launch, super_mn=(8, 2)),
+    "11 super 4x2": partial(r11_persistent.launch, super_mn=(4, 2)),
+    "11 128x192": partial(r11_persistent.launch, tiles=WIDE_192, cluster_m=1),
+    "12 128x192 sk0": partial(r12_streamk.launch, tiles=WIDE_192, cluster_m=1, sk_waves=0),
+    "12 128x192 sk1": partial(r12_streamk.launch, tiles=WIDE_192, cluster_m=1, sk_waves=1),
 }
 FIRST_RUN = ["plan", "11 128x128", "11 128x128 no cluster", "12 128x128 sk0", "12 128x128 sk1"]
 VERIFY_SHAPES = [(257, 136, 72), (1000, 1992, 1024), (640, 768, 4096), (3000, 2000, 1000), (2304, 2304, 2048)]

@@ -12,7 +12,7 @@ from .r07_tma import smem_bytes, tma_ring
 
 SOURCE = "k09_wgmma.cu"
 THREADS = 128                             # one warpgroup: four consecutive warps
-WGMMA_N = (64, 128, 256)                  # the N of wgmma.m64nNk16 that ptx_snippets/wgmma.cuh generates
+WGMMA_N = (64, 128, 192, 256)             # the N of wgmma.m64nNk16 that ptx_snippets/wgmma.cuh generates
 
 
 @dataclass(frozen=True)
