@@ -14,10 +14,11 @@ from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 SHAPES = [(128, 128, 128), (1000, 1000, 1024), (4096, 2048, 1024), (8192, 128, 4096), (257, 136, 64),
           (4096, 4096, 4096), (200, 8, 8)]
 VARIANTS = [(r09_wgmma, WgmmaTiles(128, 128, 64, 4)), (r09_wgmma, WgmmaTiles(128, 128, 64, 5)),
-            (r09_wgmma, WgmmaTiles(64, 256, 64, 4)),
+            (r09_wgmma, WgmmaTiles(64, 256, 64, 4)), (r09_wgmma, WgmmaTiles(64, 192, 64, 4)),
             (r10_warp_specialized, WarpSpecializedTiles(128, 256, 64, 3)),
             (r10_warp_specialized, WarpSpecializedTiles(256, 128, 64, 4)),
-            (r10_warp_specialized, WarpSpecializedTiles(128, 128, 64, 6))]
+            (r10_warp_specialized, WarpSpecializedTiles(128, 128, 64, 6)),
+            (r10_warp_specialized, WarpSpecializedTiles(128, 192, 64, 4))]
 
 
 @pytest.mark.gpu
@@ -127,6 +128,26 @@ def test_rung_11_with_and_without_clusters(shape, cluster_m):
 @pytest.mark.parametrize("cluster_m", [1, 2])
 def test_rung_11_variants_are_right(tiles, shape, cluster_m):
     launch_11_and_compare(shape, tiles=tiles, cluster_m=cluster_m)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1000, 1000, 1024), (257, 136, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_rung_11_and_12_with_three_b_panels_are_right(shape):
+    """128x192 tiles (wgmma's n192): three 64-column panels of B, so no cluster pairs (they split B's panels)."""
+    import cupy
+
+    from hgemm_course.ladder import r12_streamk
+
+    tiles = WarpSpecializedTiles(128, 192, 64, 4)
+    launch_11_and_compare(shape, tiles=tiles, cluster_m=1)
+    launch_11_and_compare(shape, tiles=tiles, cluster_m=1, max_ctas=3)
+    M, N, K = shape
+    a, b, seed = harness.random_inputs(M, N, K, seed=12, xp=cupy)
+    for sk_waves in (0, 1):
+        c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
+        r12_streamk.launch(a, b, c, tiles=tiles, cluster_m=1, sk_waves=sk_waves)
+        reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+        harness.compare(c, reference, K=K, rung="12", seed=seed).raise_if_failed()
 
 
 @pytest.mark.gpu

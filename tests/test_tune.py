@@ -254,7 +254,7 @@ def test_rung_11_cluster_needs_an_even_number_of_b_panels():
     ("10", TuneConfig(64, 256, 3, 16, 2), "each of the 2 consumer warpgroups"),
     ("11", TuneConfig(64, 256, 3, 16, 2, 1, 2), "each of the 2 consumer warpgroups"),
     ("10", TuneConfig(128, 96, 3, 16, 2), "bn=96: one wgmma covers the whole tile width"),
-    ("09", TuneConfig(128, 192, 3, 16, 2), "bn=192: one wgmma covers the whole tile width"),
+    ("09", TuneConfig(128, 160, 3, 16, 2), "bn=160: one wgmma covers the whole tile width"),
     ("11", TuneConfig(128, 128, 2, 16, 2, 1, 2), "stages=2: wgmma still reads the previous stage"),
     ("10", TuneConfig(256, 256, 3, 16, 2), "gives each consumer thread 256 fp32 accumulators"),
     ("11", TuneConfig(128, 128, 3, 16, 2, 4, 2), "cluster_m=4: the kernel pairs CTAs along M"),
