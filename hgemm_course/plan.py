@@ -41,14 +41,28 @@ ONE_WAVE_SUPER = (1, 1)
 # Past one wave, rung 06's super tiles of 16 tile rows leave launch positions empty wherever the tile rows are not a
 # whole number of super tiles: at 7168 x 7168 (56 rows of 128 x 256 tiles, 28 of cluster tiles) the last band of
 # 16 holds 12 and some clusters walk 14 tiles while others walk 10. Shorter super tiles waste fewer positions, so
-# the plan gives rung 11's 128 x 256 tiles the tallest of RUNG11_SUPERS whose walk the model finds busiest. On the
+# the plan gives rung 11's 128 x 256 tiles the first of RUNG11_SUPERS (the tallest and widest first) whose walk
+# the model finds busiest. On the
 # H200, timed in pairs with cuBLAS over two rounds (results/tile_probe_nvidia-h200_20261201T180119_e5c91a.json and
 # T180337_cacadf.json), the super tile the plan takes against 16x2: 7168 x 7168 x 2048 102% / 90%, 4608 x 2304 x
 # 1536 84% / 67%, 1475 x 5376 x 3064 97% / 69%, 2176 x 2944 x 1024 83% / 62%, 13312 x 5120 x 1024 107% / 102%,
 # and 0-14 points above rung 12 there; at 8676 x 11064 x 5256 the model's 4% gain did not show (97.4% / 97.5%,
 # rung 12 99.5%). At 4096^3 and 8192^3, where 16 rows divide the grid, 8x2 and 4x2 read within a point or two
 # of 16x2, so the shorter tiles cost nothing measurable in L2.
-RUNG11_SUPERS = ((16, 2), (8, 2), (4, 2))
+# Super tiles two cluster tiles wide also leave the last column of positions empty where the grid's columns are
+# odd: at 6400 x 3200 x 1600 (25 x 13 cluster tiles) 16x2 walks 448 positions for 325 tiles, while 2x1 (one
+# cluster tile: rung 06's order degenerates to row-major) walks exactly 325. Timed once in pairs with cuBLAS at
+# six such shapes (results/tile_probe_nvidia-h200_20261201T182855_22b34d.json), 2x1 read 94.5-102.4% where the
+# plan's rung 12 read 91.5-96.3% (+0.4 to +7.3 points); there 8x1 was 6-15 points below 2x1 except at 9216 x
+# 2304 x 2048 (100.7%, 101.5%), where the model finds it as busy. But one cluster tile wide, the clusters running
+# at once lie along rows of C, and each row band reads all of B: that pays only while B stays in L2. Where B was
+# 9-16 MB, 2x1 led rung 12 by 6.6-7.3 points in the probe, and the plan on those super tiles read 99.0-102.1% in a
+# later bench where rung 12 had read 91.1-101.0% in an earlier one (four shapes, B up to 26 MB;
+# results/bench_nvidia-h200_20261201T182945_14ca86.json, T180524_7e447a); where B was 83-108 MB (three shapes,
+# K 5472-7768), 2x1 led by 0.4-1.6 points in the probe and read 91-92% in the bench. So the
+# plan takes super tiles one cluster tile wide only where B takes at most NARROW_SUPER_L2_SHARE of the L2.
+RUNG11_SUPERS = ((16, 2), (8, 2), (4, 2), (8, 1), (2, 1))
+NARROW_SUPER_L2_SHARE = 0.5
 # Rung 11's smaller tiles, for shapes whose 128 x 256 tiles leave most of a wave empty: twice the tiles, each
 # half the work, so the waves fill better. Per FLOP they are slower: where both sizes fill their waves alike,
 # 128 x 128 tiles with 4 stages timed 0.94-0.97 times the speed of 128 x 256 from K = 4096 up, and 0.88 at
@@ -112,10 +126,21 @@ def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | N
     return sum(per_cluster) / (units * max(per_cluster))
 
 
-def rung11_best_super(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None) -> tuple[float, tuple]:
-    """(busy fraction, super tile) of the tallest of RUNG11_SUPERS whose walk the model finds busiest."""
+def rung11_supers(N: int, K: int) -> tuple:
+    """The super tiles rung 11 may take at this N and K: RUNG11_SUPERS, less those one cluster tile wide unless B
+    (K x N halves) fits in NARROW_SUPER_L2_SHARE of the L2."""
+    from .sim.l2 import H200_L2_BYTES
+
+    if 2 * K * N <= NARROW_SUPER_L2_SHARE * H200_L2_BYTES:
+        return RUNG11_SUPERS
+    return tuple(s for s in RUNG11_SUPERS if s[1] > 1)
+
+
+def rung11_best_super(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None,
+                      supers: tuple = RUNG11_SUPERS) -> tuple[float, tuple]:
+    """(busy fraction, super tile) of the first of ``supers`` whose walk the model finds busiest."""
     best = None
-    for super_mn in RUNG11_SUPERS:
+    for super_mn in supers:
         busy = rung11_efficiency(M, N, units, tiles, cluster_m, super_mn)
         if best is None or busy > best[0]:
             best = (busy, super_mn)
@@ -147,7 +172,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         whole, whole_super = rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M,
                                                super_mn=ONE_WAVE_SUPER), ONE_WAVE_SUPER
     else:
-        whole, whole_super = rung11_best_super(M, N, units)
+        whole, whole_super = rung11_best_super(M, N, units, supers=rung11_supers(N, K))
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
         small_options["super_mn"] = ONE_WAVE_SUPER
@@ -180,8 +205,8 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
                       "pairs sharing B.")
         elif whole_super != RUNG11_SUPER:
             options = {"super_mn": whole_super}
-            reason = (reason[:-1] + f"; on super tiles of {whole_super[0]} tile rows, which leave fewer launch "
-                      f"positions empty here than {RUNG11_SUPER[0]}.")
+            reason = (reason[:-1] + f"; on {whole_super[0]}x{whole_super[1]} super tiles, which leave fewer launch "
+                      f"positions empty here than {RUNG11_SUPER[0]}x{RUNG11_SUPER[1]}.")
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 
