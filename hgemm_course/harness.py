@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -269,6 +270,14 @@ class StreamHold:
 
 
 def _hold_function():
+    import cupy
+
+    return _loaded_hold_function(cupy.cuda.Device().id)
+
+
+@lru_cache(maxsize=None)
+def _loaded_hold_function(device_id: int):
+    """The hold kernel, loaded once per GPU and kept: a module must outlive the holds still waiting in a stream."""
     from .build import compile_cuda
 
     return compile_cuda("hold.cu", name_expressions=("hold_stream",)).function("hold_stream")
