@@ -2,7 +2,9 @@
 128 x 128 tiles (twice the tiles, each half the work) serve better, in rung 11 or in rung 12, than what
 gemm()'s plan runs today? And how much slower is a 128 x 128 tile per FLOP where both tile sizes fill their
 waves alike (4096^3: 3.88 and 7.76 waves, 97% of the slots each)? And at such shapes, how do rung 11 with and
-without clusters and rung 12's splits (sk_waves 0-2) rank, against the plan's pick (--variants)?
+without clusters and rung 12's splits (sk_waves 0-2) rank, against the plan's pick (--variants)? Which of rung 06's
+super tiles leaves rung 11 fewest empty launch positions, and does that show in time ("11 super ...")? Do cuBLAS-
+like tiles of other widths (256x128; 128x192, wgmma's n192) serve where 128x256 fills its waves poorly?
 Every variant is verified first (random inputs, C poisoned with NaN, FP32 reference) on odd shapes.
 Result file: results/tile_probe_<gpu>_<date>.json (written with --out)."""
 from __future__ import annotations
@@ -42,6 +44,8 @@ VARIANTS = {
     "12 256x128 sk0": partial(r12_streamk.launch, tiles=TALL_256, sk_waves=0),
     "11 super 8x2": partial(r11_persistent.launch, super_mn=(8, 2)),
     "11 super 4x2": partial(r11_persistent.launch, super_mn=(4, 2)),
+    "11 super 8x1": partial(r11_persistent.launch, super_mn=(8, 1)),
+    "11 super 2x1": partial(r11_persistent.launch, super_mn=(2, 1)),
     "11 128x192": partial(r11_persistent.launch, tiles=WIDE_192, cluster_m=1),
     "12 128x192 sk0": partial(r12_streamk.launch, tiles=WIDE_192, cluster_m=1, sk_waves=0),
     "12 128x192 sk1": partial(r12_streamk.launch, tiles=WIDE_192, cluster_m=1, sk_waves=1),
