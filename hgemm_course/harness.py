@@ -234,7 +234,7 @@ class StreamHold:
     still preparing it, so the event pair counts host time as the kernel's (without a hold the H200 timed
     cuBLAS at 1024^3 at 28 us a launch, 77 TFLOP/s: results/bench_nvidia-h200_20261201T171133_179c48.json).
     ``with StreamHold():`` launches a one-thread kernel (kernels/hold.cu) that waits until the block ends;
-    the launches queued inside the block then find their predecessors already queued. :attr:`timed_out`
+    the launches queued inside the block then find their predecessors already queued. :meth:`timed_out`
     says, once the stream has drained, whether a hold gave up waiting (the host took over HOLD_TIMEOUT_S)."""
 
     _words = None                 # host memory mapped into the GPU: [the last ticket released, timed out]

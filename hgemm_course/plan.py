@@ -42,9 +42,9 @@ ONE_WAVE_SUPER = (1, 1)
 # whole number of super tiles: at 7168 x 7168 (56 rows of 128 x 256 tiles, 28 of cluster tiles) the last band of
 # 16 holds 12 and some clusters walk 14 tiles while others walk 10. Shorter super tiles waste fewer positions, so
 # the plan gives rung 11's 128 x 256 tiles the first of RUNG11_SUPERS (the tallest and widest first) whose walk
-# the model finds busiest. On the
-# H200, timed in pairs with cuBLAS over two rounds (results/tile_probe_nvidia-h200_20261201T180119_e5c91a.json and
-# T180337_cacadf.json), the super tile the plan takes against 16x2: 7168 x 7168 x 2048 102% / 90%, 4608 x 2304 x
+# the model finds busiest. On the H200, timed in pairs with cuBLAS over two rounds
+# (results/tile_probe_nvidia-h200_20261201T180119_e5c91a.json and T180337_cacadf.json), the super tile the plan
+# takes against 16x2: 7168 x 7168 x 2048 102% / 90%, 4608 x 2304 x
 # 1536 84% / 67%, 1475 x 5376 x 3064 97% / 69%, 2176 x 2944 x 1024 83% / 62%, 13312 x 5120 x 1024 107% / 102%,
 # and 0-14 points above rung 12 there; at 8676 x 11064 x 5256 the model's 4% gain did not show (97.4% / 97.5%,
 # rung 12 99.5%). At 4096^3 and 8192^3, where 16 rows divide the grid, 8x2 and 4x2 read within a point or two
@@ -136,12 +136,12 @@ def rung11_supers(N: int, K: int) -> tuple:
     return tuple(s for s in RUNG11_SUPERS if s[1] > 1)
 
 
-def rung11_best_super(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None,
-                      supers: tuple = RUNG11_SUPERS) -> tuple[float, tuple]:
-    """(busy fraction, super tile) of the first of ``supers`` whose walk the model finds busiest."""
+def rung11_best_super(M: int, N: int, units: int, supers: tuple = RUNG11_SUPERS) -> tuple[float, tuple]:
+    """(busy fraction, super tile) of the first of ``supers`` whose walk of rung 11's own tiles and clusters the
+    model finds busiest."""
     best = None
     for super_mn in supers:
-        busy = rung11_efficiency(M, N, units, tiles, cluster_m, super_mn)
+        busy = rung11_efficiency(M, N, units, super_mn=super_mn)
         if best is None or busy > best[0]:
             best = (busy, super_mn)
     return best
@@ -172,7 +172,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         whole, whole_super = rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M,
                                                super_mn=ONE_WAVE_SUPER), ONE_WAVE_SUPER
     else:
-        whole, whole_super = rung11_best_super(M, N, units, supers=rung11_supers(N, K))
+        whole, whole_super = rung11_best_super(M, N, units, rung11_supers(N, K))
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
         small_options["super_mn"] = ONE_WAVE_SUPER
