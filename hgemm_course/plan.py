@@ -55,7 +55,8 @@ ONE_WAVE_SUPER = (1, 1)
 # six such shapes (results/tile_probe_nvidia-h200_20261201T182855_22b34d.json), 2x1 read 94.5-102.4% where the
 # plan's rung 12 read 91.5-96.3% (+0.4 to +7.3 points); there 8x1 was 6-15 points below 2x1 except at 9216 x
 # 2304 x 2048 (100.7%, 101.5%), where the model finds it as busy. But one cluster tile wide, the clusters running
-# at once lie along rows of C, and each row band reads all of B: that pays only while B stays in L2. Where B was
+# at once lie along rows of C, and each row band reads all of B: that should pay only while B stays in L2 (a
+# hypothesis the timings below agree with; no DRAM counters were taken). Where B was
 # 9-16 MB, 2x1 led rung 12 by 6.6-7.3 points in the probe, and the plan on those super tiles read 99.0-102.1% in a
 # later bench where rung 12 had read 91.1-101.0% in an earlier one (four shapes, B up to 26 MB;
 # results/bench_nvidia-h200_20261201T182945_14ca86.json, T180524_7e447a); where B was 83-108 MB (three shapes,
