@@ -74,6 +74,19 @@ NARROW_SUPER_L2_SHARE = 0.5
 SMALL_TILES = (128, 128)
 SMALL_TILE_SPEED = 0.94
 SMALL_TILE_MARGIN = 0.10
+# Where the rows of A or B do not start on 128-byte boundaries (K or N not a multiple of 64 halves), the small
+# tiles slow down far more than the big ones. Timed in pairs with cuBLAS at four shapes and at the nearest shape
+# whose rows are aligned (results/tile_probe_nvidia-h200_20261201T191335_6e60e9.json, two rounds), the small
+# tiles kept 0.77 of their aligned speed with A's rows off (4379 x 3776 x 1800 against x 1792) and 0.51-0.64
+# with both off (3950 x 2120 x 4200, 6111 x 1384 x 7176, 2209 x 2360 x 1256), while rung 11 and 12's 128 x 256
+# tiles kept 0.85-1.00. Without clusters they ask for twice the boxes of A and B per FLOP; that TMA's boxes
+# from rows off 128-byte boundaries cost more per request is a hypothesis, not profiled. The plan charges
+# SMALL_TILE_UNALIGNED_SPEED per operand whose rows are off (0.77 x 0.77 = 0.59 for both).
+ROW_ALIGN_BYTES = 128
+SMALL_TILE_UNALIGNED_SPEED = 0.77
+# The small tiles run without clusters, so one tile column is their narrowest super tile, and 1x1 (row-major
+# order) numbers every tile without a gap: their super tile is picked as rung 11's is, from these.
+SMALL_TILE_SUPERS = RUNG11_SUPERS + ((1, 1),)
 
 
 @dataclass(frozen=True)
@@ -127,22 +140,31 @@ def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | N
     return sum(per_cluster) / (units * max(per_cluster))
 
 
-def rung11_supers(N: int, K: int) -> tuple:
-    """The super tiles rung 11 may take at this N and K: RUNG11_SUPERS, less those one cluster tile wide unless B
+def rung11_supers(N: int, K: int, supers: tuple = RUNG11_SUPERS) -> tuple:
+    """The super tiles rung 11 may take at this N and K: ``supers``, less those one cluster tile wide unless B
     (K x N halves) fits in NARROW_SUPER_L2_SHARE of the L2."""
     from .sim.l2 import H200_L2_BYTES
 
     if 2 * K * N <= NARROW_SUPER_L2_SHARE * H200_L2_BYTES:
-        return RUNG11_SUPERS
-    return tuple(s for s in RUNG11_SUPERS if s[1] > 1)
+        return supers
+    return tuple(s for s in supers if s[1] > 1)
 
 
-def rung11_best_super(M: int, N: int, units: int, supers: tuple = RUNG11_SUPERS) -> tuple[float, tuple]:
-    """(busy fraction, super tile) of the first of ``supers`` whose walk of rung 11's own tiles and clusters the
-    model finds busiest."""
+def small_tile_speed(N: int, K: int) -> float:
+    """The small tiles' speed per FLOP against rung 11's 128 x 256 tiles, in the model: SMALL_TILE_SPEED, times
+    SMALL_TILE_UNALIGNED_SPEED for each of A (rows of K halves) and B (rows of N halves) whose rows do not
+    start on ROW_ALIGN_BYTES boundaries."""
+    off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
+    return SMALL_TILE_SPEED * SMALL_TILE_UNALIGNED_SPEED ** off
+
+
+def rung11_best_super(M: int, N: int, units: int, supers: tuple = RUNG11_SUPERS, tiles=None,
+                      cluster_m: int | None = None) -> tuple[float, tuple]:
+    """(busy fraction, super tile) of the first of ``supers`` whose walk of these tiles on ``units`` clusters of
+    ``cluster_m`` CTAs (rung 11's own by default) the model finds busiest."""
     best = None
     for super_mn in supers:
-        busy = rung11_efficiency(M, N, units, super_mn=super_mn)
+        busy = rung11_efficiency(M, N, units, tiles, cluster_m, super_mn)
         if best is None or busy > best[0]:
             best = (busy, super_mn)
     return best
@@ -155,7 +177,8 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     SMALL_TILE_MARGIN and rung 12's; else rung 12 with the sk_waves whose prediction is highest, when that beats
     rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters with the small tiles,
     and with either size on 1x1 super tiles when its tiles are at most one wave (ONE_WAVE_CLUSTER_M,
-    ONE_WAVE_SUPER); past one wave on the super tiles of RUNG11_SUPERS whose walk is busiest."""
+    ONE_WAVE_SUPER); past one wave on the super tiles whose walk is busiest (of RUNG11_SUPERS, and for the small
+    tiles of SMALL_TILE_SUPERS)."""
     from .ladder import get
     from .ladder.r11_persistent import SUPER as RUNG11_SUPER
     from .ladder.r11_persistent import TILES as RUNG11_TILES
@@ -174,10 +197,15 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
                                                super_mn=ONE_WAVE_SUPER), ONE_WAVE_SUPER
     else:
         whole, whole_super = rung11_best_super(M, N, units, rung11_supers(N, K))
-    small_options = {"cluster_m": 1, "tiles": small_tiles}
     if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
-        small_options["super_mn"] = ONE_WAVE_SUPER
-    small = rung11_efficiency(M, N, ctas, small_tiles, 1, small_options.get("super_mn")) * SMALL_TILE_SPEED
+        small_supers = (ONE_WAVE_SUPER,)
+    else:
+        small_supers = rung11_supers(N, K, SMALL_TILE_SUPERS)
+    small, small_super = rung11_best_super(M, N, ctas, small_supers, small_tiles, cluster_m=1)
+    small *= small_tile_speed(N, K)
+    small_options = {"cluster_m": 1, "tiles": small_tiles}
+    if small_super != RUNG11_SUPER:
+        small_options["super_mn"] = small_super
     split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, fixup_iters=PLAN_FIXUP_ITERS,
                                 sk_iter_cost=PLAN_SK_ITER_COST, **shape) for sk in SK_WAVES_TRIED}
     small_name = f"rung 11, {SMALL_TILES[0]}x{SMALL_TILES[1]} tiles"
@@ -191,6 +219,8 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
                   f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed), "
                   f"rung 12 dividing by K {split[best].efficiency:.0%}.")
+        if small_supers != (ONE_WAVE_SUPER,) and small_super != RUNG11_SUPER:
+            reason = reason[:-1] + f"; on {small_super[0]}x{small_super[1]} super tiles, the busiest walk of those."
     elif gain > waves.DP_MARGIN:
         rung, options = "12", {"sk_waves": best}
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, rung 12 dividing the last "

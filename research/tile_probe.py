@@ -4,7 +4,8 @@ gemm()'s plan runs today? And how much slower is a 128 x 128 tile per FLOP where
 waves alike (4096^3: 3.88 and 7.76 waves, 97% of the slots each)? And at such shapes, how do rung 11 with and
 without clusters and rung 12's splits (sk_waves 0-2) rank, against the plan's pick (--variants)? Which of rung 06's
 super tiles leaves rung 11 fewest empty launch positions, and does that show in time ("11 super ...")? Do cuBLAS-
-like tiles of other widths (256x128; 128x192, wgmma's n192) serve where 128x256 fills its waves poorly?
+like tiles of other widths (256x128; 128x192, wgmma's n192) serve where 128x256 fills its waves poorly? Do the
+128 x 128 tiles fill their waves better on shorter super tiles, as the 128 x 256 ones do ("... super MxN")?
 Every variant is verified first (random inputs, C poisoned with NaN, FP32 reference) on odd shapes.
 Result file: results/tile_probe_<gpu>_<date>.json (written with --out)."""
 from __future__ import annotations
@@ -35,6 +36,9 @@ VARIANTS = {
     "11 128x128": partial(r11_persistent.launch, tiles=SQUARE_128),
     "11 128x128 no cluster": partial(r11_persistent.launch, tiles=SQUARE_128, cluster_m=1),
     "11 128x128 s4 no cluster": partial(r11_persistent.launch, tiles=replace(SQUARE_128, stages=4), cluster_m=1),
+    **{f"11 128x128 s4 no cluster super {m}x{n}": partial(r11_persistent.launch, tiles=replace(SQUARE_128, stages=4),
+                                                           cluster_m=1, super_mn=(m, n))
+       for m, n in ((1, 1), (4, 2), (8, 2), (8, 1))},
     "12 128x128 sk0": partial(r12_streamk.launch, tiles=SQUARE_128, sk_waves=0),
     "12 128x128 sk1": partial(r12_streamk.launch, tiles=SQUARE_128, sk_waves=1),
     "12 128x128 no cluster sk0": partial(r12_streamk.launch, tiles=SQUARE_128, cluster_m=1, sk_waves=0),

@@ -9,7 +9,8 @@ import pytest
 
 from hgemm_course import cli
 from hgemm_course.ladder import r12_streamk
-from hgemm_course.plan import RUNG11_SUPERS, SMALL_TILE_MARGIN, plan, rung11_efficiency, rung11_supers
+from hgemm_course.plan import (RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED, SMALL_TILE_SUPERS,
+                               SMALL_TILE_UNALIGNED_SPEED, plan, rung11_efficiency, rung11_supers, small_tile_speed)
 from hgemm_course.sim import waves
 
 
@@ -73,6 +74,91 @@ def test_rung11_takes_128x128_tiles_only_where_its_big_tiles_leave_waves_empty(s
         assert "128x128 tiles" in p.reason
         assert p.efficiency["rung 11, 128x128 tiles"] > p.efficiency["rung 11"] * (1 + SMALL_TILE_MARGIN)
 
+
+
+@pytest.mark.parametrize("shape, super_mn", [((2176, 2944, 1024), (1, 1)), ((2560, 2304, 2560), (4, 2)),
+                                             ((4608, 2304, 1536), (4, 2)), ((2048, 5120, 2048), None)])
+def test_the_small_tiles_take_the_super_tile_whose_walk_is_busiest(shape, super_mn):
+    """At 2176 x 2944 x 1024 the 17 x 23 small tiles on rung 06's 16x2 super tiles walk 32 x 24 positions, so
+    some CTAs get 4 tiles and most 3; row-major (1x1) hands out 391 tiles in 3 waves without a gap."""
+    from dataclasses import replace
+
+    from hgemm_course.ladder.r11_persistent import SUPER, TILES
+
+    p = plan(*shape, units=66)
+    assert p.rung == "11" and p.options_text()["tiles"] == "128x128"
+    assert p.options.get("super_mn") == super_mn
+    small = replace(TILES, bm=128, bn=128)
+    busy = {s: rung11_efficiency(*shape[:2], 132, small, 1, s) for s in rung11_supers(*shape[1:], SMALL_TILE_SUPERS)}
+    chosen = super_mn or SUPER
+    assert busy[chosen] == max(busy.values())
+    assert p.efficiency["rung 11, 128x128 tiles"] == pytest.approx(busy[chosen] * small_tile_speed(*shape[1:]))
+    if super_mn:
+        assert busy[chosen] > busy[SUPER] and f"on {super_mn[0]}x{super_mn[1]} super tiles" in p.reason
+
+
+def test_small_tiles_are_charged_for_rows_off_128_byte_boundaries():
+    assert small_tile_speed(2176, 4224) == SMALL_TILE_SPEED                                 # both rows aligned
+    assert small_tile_speed(3776, 1800) == pytest.approx(SMALL_TILE_SPEED * SMALL_TILE_UNALIGNED_SPEED)  # A's off
+    assert small_tile_speed(2120, 4224) == pytest.approx(SMALL_TILE_SPEED * SMALL_TILE_UNALIGNED_SPEED)  # B's off
+    assert small_tile_speed(2120, 4200) == pytest.approx(SMALL_TILE_SPEED * SMALL_TILE_UNALIGNED_SPEED ** 2)
+    for off, aligned in [((3950, 2120, 4200), (3950, 2176, 4224)), ((6111, 1384, 7176), (6111, 1408, 7168)),
+                         ((2209, 2360, 1256), (2209, 2368, 1280)), ((4379, 3776, 1800), (4379, 3776, 1792))]:
+        assert "tiles" not in plan(*off, units=66).options
+        assert plan(*aligned, units=66).options_text()["tiles"] == "128x128"
+
+
+def _probe_timings(*names: str) -> dict[tuple, dict[str, list[float]]]:
+    """% of cuBLAS per shape and launch over the named tile probes; a "plan" timing is keyed by what the plan
+    ran then, and a probe variant the plan's options name is keyed the same way."""
+    import json
+
+    from hgemm_course.paths import REPO_ROOT
+
+    if REPO_ROOT is None:
+        pytest.skip("installed from a wheel")
+    timed: dict[tuple, dict[str, list[float]]] = {}
+    for name in names:
+        for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]:
+            key = t["variant"] if t["variant"] != "plan" else t["plan"]
+            timed.setdefault(tuple(t["shape"]), {}).setdefault(key, []).append(t["pct_cublas"])
+    return timed
+
+
+def _probe_name(p) -> str:
+    """The tile probe's name for the launch a plan runs (research/tile_probe.py's VARIANTS)."""
+    if p.rung == "12":
+        return f"12 sk{p.sk_waves}"
+    if "tiles" in p.options:
+        sup = p.options.get("super_mn")
+        return "11 128x128 s4 no cluster" + (f" super {sup[0]}x{sup[1]}" if sup else "")
+    sup = p.options.get("super_mn")
+    return f"11 super {sup[0]}x{sup[1]}" if sup else "11"
+
+
+def test_the_small_tiles_plan_was_within_noise_of_the_best_launch_timed():
+    """At every shape the two small-tile probes timed, what the plan runs now read, by its median over the
+    timings, no more than NOISE_POINTS below the median of any launch timed there (the spread of one launch within
+    one probe, as in the test above). The shapes: four where the plan takes the small tiles on shorter super
+    tiles; five drawn at random where the waves count alone would take them; four pairs that differ only in
+    whether the rows of A and B start on 128-byte boundaries; and 3968 x 2176 x 4224, all rows aligned."""
+    from statistics import median
+
+    NOISE_POINTS = 3.5
+    timed = _probe_timings("tile_probe_nvidia-h200_20261201T191132_499508.json",
+                           "tile_probe_nvidia-h200_20261201T191335_6e60e9.json")
+    assert len(timed) >= 14
+    checked = 0
+    for shape, by_launch in timed.items():
+        p = plan(*shape, units=66)
+        if "tiles" not in p.options and not any(k.startswith("rung 11") and "128x128" in k for k in by_launch):
+            continue    # 2131 x 2416 x 2392: a control for rung 12's small tiles, never a small-tile plan
+        checked += 1
+        chosen = by_launch.get(_probe_name(p), []) + by_launch.get(f"rung {p.rung} {p.options_text()}", [])
+        assert chosen, (shape, _probe_name(p))
+        best = max(median(v) for v in by_launch.values())
+        assert median(chosen) >= best - NOISE_POINTS, (shape, _probe_name(p), median(chosen), best)
+    assert checked == 14
 
 ONE_WAVE = {"cluster_m": 1, "super_mn": (1, 1)}
 
