@@ -79,9 +79,12 @@ SMALL_TILE_MARGIN = 0.10
 # whose rows are aligned (results/tile_probe_nvidia-h200_20261201T191335_6e60e9.json, two rounds), the small
 # tiles kept 0.77 of their aligned speed with A's rows off (4379 x 3776 x 1800 against x 1792) and 0.51-0.64
 # with both off (3950 x 2120 x 4200, 6111 x 1384 x 7176, 2209 x 2360 x 1256), while rung 11 and 12's 128 x 256
-# tiles kept 0.85-1.00. Without clusters they ask for twice the boxes of A and B per FLOP; that TMA's boxes
-# from rows off 128-byte boundaries cost more per request is a hypothesis, not profiled. The plan charges
-# SMALL_TILE_UNALIGNED_SPEED per operand whose rows are off (0.77 x 0.77 = 0.59 for both).
+# tiles kept 0.85-1.00. Nsight Compute counts why (results/ablations/misaligned_rows_h200_20261201): on aligned
+# rows each of TMA's L2 requests carries a whole 128-byte line, off the boundaries a line is split over two or
+# three, and the small tiles, which without clusters ask for twice the boxes of A and B per FLOP, made 3.3 times
+# the requests at 3950 x 2120 x 4200 that they made at 3950 x 2176 x 4224 and took 2.1 times the SM cycles (the
+# big tiles: 2.3 times, 1.06 times). The plan charges SMALL_TILE_UNALIGNED_SPEED per operand whose rows are off
+# (0.77 x 0.77 = 0.59 for both).
 ROW_ALIGN_BYTES = 128
 SMALL_TILE_UNALIGNED_SPEED = 0.77
 # The small tiles run without clusters, so one tile column is their narrowest super tile, and 1x1 (row-major

@@ -108,6 +108,31 @@ def test_small_tiles_are_charged_for_rows_off_128_byte_boundaries():
         assert plan(*aligned, units=66).options_text()["tiles"] == "128x128"
 
 
+
+def test_rows_off_128_byte_boundaries_split_tmas_l2_requests():
+    """The recorded Nsight Compute counts behind small_tile_speed: aligned rows, whole 128-byte lines per L2
+    request; rows off the boundaries, more requests carrying fewer sectors, and the small tiles (no clusters)
+    slowed by far more than the big ones."""
+    from hgemm_course.ncu import read_raw
+    from hgemm_course.paths import REPO_ROOT
+
+    if REPO_ROOT is None:
+        pytest.skip("installed from a wheel")
+    folder = REPO_ROOT / "results" / "ablations" / "misaligned_rows_h200_20261201"
+    runs = {}
+    for i, name in enumerate(["3950x2120x4200"] * 2 + ["3950x2176x4224"] * 2, 1):
+        (kern,) = read_raw(folder / f"l2_requests_{i}_{name}.csv")
+        m = kern["metrics"]
+        tiles = "small" if kern["name"].startswith("void k11_persistent<128, 128,") else "big"
+        runs[(name, tiles)] = (m["lts__t_requests_srcunit_tex_op_read.sum"],
+                               m["lts__t_sectors_srcunit_tex_op_read.sum"], m["sm__cycles_elapsed.max"])
+    for tiles in ("small", "big"):
+        (req_off, sec_off, cyc_off), (req_ok, sec_ok, cyc_ok) = runs["3950x2120x4200", tiles], runs["3950x2176x4224", tiles]
+        assert sec_ok / req_ok == pytest.approx(4.0) and sec_off / req_off < 2.5
+        assert req_off > 2 * req_ok
+    assert runs["3950x2120x4200", "small"][2] > 2 * runs["3950x2176x4224", "small"][2]
+    assert runs["3950x2120x4200", "big"][2] < 1.1 * runs["3950x2176x4224", "big"][2]
+
 def _probe_timings(*names: str) -> dict[tuple, dict[str, list[float]]]:
     """% of cuBLAS per shape and launch over the named tile probes; a "plan" timing is keyed by what the plan
     ran then, and a probe variant the plan's options name is keyed the same way."""
