@@ -135,11 +135,10 @@ def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | N
     clusters by default): its clusters walk the launch positions of whole super tiles round-robin and skip
     those past the grid's edge, so the busiest cluster computes more tiles than an even share (the waves'
     count alone would say 99% at 7168 x 7168, where some clusters get 14 tiles and others 10)."""
-    from .ladder.r11_persistent import CLUSTER_M, SUPER, TILES, cta_tiles
+    from .ladder.r11_persistent import CLUSTER_M, SUPER, TILES, tiles_per_cluster
 
     tiles, cluster_m, super_mn = tiles or TILES, cluster_m or CLUSTER_M, super_mn or SUPER
-    per_cluster = [len(cta_tiles(u * cluster_m, units * cluster_m, M, N, tiles, super_mn, cluster_m))
-                   for u in range(units)]
+    per_cluster = tiles_per_cluster(units, M, N, tiles, super_mn, cluster_m)
     return sum(per_cluster) / (units * max(per_cluster))
 
 

@@ -36,6 +36,22 @@ def test_rung11_walk_counts_the_skipped_edge_positions():
     assert rung11_efficiency(5120, 5120, 66) < waves.schedule(5120, 5120, 5120).efficiency - 0.1
 
 
+
+@pytest.mark.parametrize("M, N, super_mn, cluster_m, tiles_n", [(7168, 7168, (16, 2), 2, 256), (5120, 5120, (4, 2), 2, 256),
+                                                               (2176, 2944, (1, 1), 1, 128), (1475, 5376, (8, 1), 2, 256),
+                                                               (300, 9000, (16, 2), 1, 128), (2131, 2416, (4, 2), 1, 128)])
+def test_tiles_per_cluster_counts_what_each_cluster_walks(M, N, super_mn, cluster_m, tiles_n):
+    """The one-pass count the plan uses against its slow twin, the walk of every CTA (cta_tiles)."""
+    from dataclasses import replace
+
+    from hgemm_course.ladder.r11_persistent import TILES, cta_tiles, tiles_per_cluster
+
+    tiles = replace(TILES, bn=tiles_n, bm=128)
+    for clusters in (66, 132 // cluster_m, 7):
+        walks = [len(cta_tiles(u * cluster_m, clusters * cluster_m, M, N, tiles, super_mn, cluster_m))
+                 for u in range(clusters)]
+        assert tiles_per_cluster(clusters, M, N, tiles, super_mn, cluster_m) == walks
+
 @pytest.mark.parametrize("shape, rung", [((3072, 3072, 3072), "12"), ((4096, 4096, 4096), "11"), ((2048, 2048, 2048), "11"),
                                          ((2048, 2048, 16384), "11"), ((2304, 4608, 8192), "12"),
                                          ((2048, 2560, 1024), "11"), ((5000, 3000, 1000), None)])

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from functools import lru_cache
 
+import numpy as np
+
 from .. import device, tensormap
 from . import Rung
 from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, Tunable, cdiv, require
@@ -86,6 +88,18 @@ def cta_tiles(cta: int, grid: int, M: int, N: int, tiles: WarpSpecializedTiles =
     tiles_of_cta = [(int(m) * cluster_m + rank, int(n)) for m, n in order[cluster::clusters] if m >= 0]
     return [(m, n) for m, n in tiles_of_cta if m < grid_m]
 
+
+
+def tiles_per_cluster(clusters: int, M: int, N: int, tiles: WarpSpecializedTiles = TILES,
+                      super_mn: tuple[int, int] = SUPER, cluster_m: int = CLUSTER_M) -> list[int]:
+    """How many cluster tiles each of ``clusters`` clusters computes: the lengths of cta_tiles for each
+    cluster's first CTA, counted in one pass over the launch order instead of one pass per cluster."""
+    from ..sim.raster import cta_order
+
+    order = cta_order("supertile", cdiv(cdiv(M, tiles.bm), cluster_m), cdiv(N, tiles.bn),
+                      super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+    positions = np.flatnonzero(order[:, 0] >= 0)    # launch positions inside the grid
+    return np.bincount(positions % clusters, minlength=clusters).tolist()
 
 def resident_ctas(kern: TemplateKernel, cluster_m: int) -> int:
     """CTAs of this kernel that run at once on the GPU: one per SM, or for clusters the driver's count
