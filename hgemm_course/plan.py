@@ -62,8 +62,21 @@ ONE_WAVE_SUPER = (1, 1)
 # results/bench_nvidia-h200_20261201T182945_14ca86.json, T180524_7e447a); where B was 83-108 MB (three shapes,
 # K 5472-7768), 2x1 led by 0.4-1.6 points in the probe and read 91-92% in the bench. So the
 # plan takes super tiles one cluster tile wide only where B takes at most NARROW_SUPER_L2_SHARE of the L2.
+# Where B outgrows the L2 even super tiles two cluster tiles wide cost DRAM traffic: each band of SUPER_M tile rows
+# reads all of B again, so B is read about ceil(grid_m / SUPER_M) times. At 8676 x 11064 x 5256 (B 116 MB) Nsight
+# Compute counted 3.04 GB read from DRAM on 4x2 against 1.86 GB on 16x2 (that count predicts 1.4 GB more; cuBLAS
+# read 1.11 GB; results/profiles T193358, T193403, T193421). 4x2 took fewer SM cycles than 16x2 (2.124 M against
+# 2.168 M) but ran at a lower clock (1321 MHz in its profile, 16x2 1395, cuBLAS 1447), and read 88-95% of cuBLAS
+# in time where rung 12 on 16x2 read 99-101%; that the extra DRAM traffic costs clock through power is a
+# hypothesis. So where B does not fit in the L2, the plan takes another super tile
+# than the first of the list only where its walk gains more than LARGE_B_SUPER_MARGIN; at 6997 x 10040 x 4112 8x2
+# gains 12% and read 104% of cuBLAS against 16x2's 93%. Timed at ten shapes where the margin turns the plan from
+# 4x2 or 8x2 to rung 12, two rounds each (results/tile_probe_nvidia-h200_20261201T193704_26723e.json), rung 12 by
+# the median of its four timings gained 5.4 and 2.7 points at 8676 x 11064 x 5256 and 7458 x 8624 x 4040 and was
+# within 1.5 points either way at the other eight.
 RUNG11_SUPERS = ((16, 2), (8, 2), (4, 2), (8, 1), (2, 1))
 NARROW_SUPER_L2_SHARE = 0.5
+LARGE_B_SUPER_MARGIN = 0.10
 # Rung 11's smaller tiles, for shapes whose 128 x 256 tiles leave most of a wave empty: twice the tiles, each
 # half the work, so the waves fill better. Per FLOP they are slower: where both sizes fill their waves alike,
 # 128 x 128 tiles with 4 stages timed 0.94-0.97 times the speed of 128 x 256 from K = 4096 up, and 0.88 at
@@ -161,15 +174,25 @@ def small_tile_speed(N: int, K: int) -> float:
 
 
 def rung11_best_super(M: int, N: int, units: int, supers: tuple = RUNG11_SUPERS, tiles=None,
-                      cluster_m: int | None = None) -> tuple[float, tuple]:
+                      cluster_m: int | None = None, margin: float = 0.0) -> tuple[float, tuple]:
     """(busy fraction, super tile) of the first of ``supers`` whose walk of these tiles on ``units`` clusters of
-    ``cluster_m`` CTAs (rung 11's own by default) the model finds busiest."""
-    best = None
-    for super_mn in supers:
+    ``cluster_m`` CTAs (rung 11's own by default) the model finds busiest; the others must beat the first of
+    ``supers`` by more than ``margin``."""
+    first = rung11_efficiency(M, N, units, tiles, cluster_m, supers[0])
+    best = (first, supers[0])
+    for super_mn in supers[1:]:
         busy = rung11_efficiency(M, N, units, tiles, cluster_m, super_mn)
-        if best is None or busy > best[0]:
+        if busy > best[0] and busy > first * (1 + margin):
             best = (busy, super_mn)
     return best
+
+
+def super_margin(N: int, K: int) -> float:
+    """What a super tile other than the first of the list must gain in the walk: LARGE_B_SUPER_MARGIN where B
+    (K x N halves) outgrows the L2, nothing where it fits."""
+    from .sim.l2 import H200_L2_BYTES
+
+    return LARGE_B_SUPER_MARGIN if 2 * K * N > H200_L2_BYTES else 0.0
 
 
 @lru_cache(maxsize=1024)
@@ -198,12 +221,13 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         whole, whole_super = rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M,
                                                super_mn=ONE_WAVE_SUPER), ONE_WAVE_SUPER
     else:
-        whole, whole_super = rung11_best_super(M, N, units, rung11_supers(N, K))
+        whole, whole_super = rung11_best_super(M, N, units, rung11_supers(N, K), margin=super_margin(N, K))
     if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
         small_supers = (ONE_WAVE_SUPER,)
     else:
         small_supers = rung11_supers(N, K, SMALL_TILE_SUPERS)
-    small, small_super = rung11_best_super(M, N, ctas, small_supers, small_tiles, cluster_m=1)
+    small, small_super = rung11_best_super(M, N, ctas, small_supers, small_tiles, cluster_m=1,
+                                           margin=super_margin(N, K))
     small *= small_tile_speed(N, K)
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if small_super != RUNG11_SUPER:

@@ -9,8 +9,9 @@ import pytest
 
 from hgemm_course import cli
 from hgemm_course.ladder import r12_streamk
-from hgemm_course.plan import (RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED, SMALL_TILE_SUPERS,
-                               SMALL_TILE_UNALIGNED_SPEED, plan, rung11_efficiency, rung11_supers, small_tile_speed)
+from hgemm_course.plan import (LARGE_B_SUPER_MARGIN, RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED, SMALL_TILE_SUPERS,
+                               SMALL_TILE_UNALIGNED_SPEED, plan, rung11_efficiency, rung11_supers, small_tile_speed,
+                               super_margin)
 from hgemm_course.sim import waves
 
 
@@ -143,7 +144,7 @@ def test_rows_off_128_byte_boundaries_split_tmas_l2_requests():
         runs[(name, tiles)] = (m["lts__t_requests_srcunit_tex_op_read.sum"],
                                m["lts__t_sectors_srcunit_tex_op_read.sum"], m["sm__cycles_elapsed.max"])
     for tiles in ("small", "big"):
-        (req_off, sec_off, cyc_off), (req_ok, sec_ok, cyc_ok) = runs["3950x2120x4200", tiles], runs["3950x2176x4224", tiles]
+        (req_off, sec_off, _), (req_ok, sec_ok, _) = runs["3950x2120x4200", tiles], runs["3950x2176x4224", tiles]
         assert sec_ok / req_ok == pytest.approx(4.0) and sec_off / req_off < 2.5
         assert req_off > 2 * req_ok
     assert runs["3950x2120x4200", "small"][2] > 2 * runs["3950x2176x4224", "small"][2]
@@ -249,6 +250,34 @@ def test_super_tiles_one_cluster_tile_wide_only_where_b_fits_in_l2():
     assert p.options.get("super_mn", (16, 2))[1] == 2
     assert rung11_efficiency(3322, 6304, 66, super_mn=(2, 1)) > p.efficiency["rung 11"]
 
+
+
+def test_past_the_l2_a_shorter_super_tile_must_gain_more_than_the_margin():
+    """At 8676 x 11064 x 5256 (B 116 MB) 4x2 walks 4.4% busier than 16x2, under the margin, so the plan runs rung 12
+    on 16x2; at 6997 x 10040 x 4112 (B 83 MB) 8x2 gains 12% and the plan takes it."""
+    assert super_margin(11064, 5256) == LARGE_B_SUPER_MARGIN and super_margin(5376, 3064) == 0.0
+    busy = {s: rung11_efficiency(8676, 11064, 66, super_mn=s) for s in ((16, 2), (4, 2))}
+    assert 1 < busy[4, 2] / busy[16, 2] < 1 + LARGE_B_SUPER_MARGIN
+    p = plan(8676, 11064, 5256, units=66)
+    assert p.rung == "12" and p.efficiency["rung 11"] == busy[16, 2]
+    assert plan(6997, 10040, 4112, units=66).options == {"super_mn": (8, 2)}
+
+
+def test_where_the_margin_turned_the_plan_to_rung12_it_was_within_noise_of_the_best_launch():
+    """At the ten shapes timed where the margin turns the plan from rung 11 on 4x2 or 8x2 super tiles to rung 12,
+    what the plan runs now read, by its median over the timings, no more than NOISE_POINTS below the median of
+    any launch timed there."""
+    from statistics import median
+
+    NOISE_POINTS = 3.5
+    timed = _probe_timings("tile_probe_nvidia-h200_20261201T193704_26723e.json")
+    assert len(timed) == 10
+    for shape, by_launch in timed.items():
+        p = plan(*shape, units=66)
+        assert p.rung == "12"
+        chosen = by_launch.get(_probe_name(p), []) + by_launch.get(f"rung {p.rung} {p.options_text()}", [])
+        best = max(median(v) for v in by_launch.values())
+        assert median(chosen) >= best - NOISE_POINTS, (shape, median(chosen), best)
 
 def test_the_shorter_super_tiles_the_plan_takes_were_not_slower_on_the_h200():
     """Where the plan runs rung 11 on a shorter super tile, the recorded probes timed that launch (the plan's own
