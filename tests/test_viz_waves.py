@@ -37,3 +37,28 @@ def test_viz_help_lists_the_figure(capsys):
         main(["viz", "--help"])
     assert exited.value.code == 0
     assert re.search(r"^  waves +Output tiles on the persistent units over time", capsys.readouterr().out, flags=re.M)
+
+
+def test_the_walk_shows_the_positions_a_super_tile_leaves_empty():
+    """The plan's small tiles at 2176 x 2944: rung 06's 16x2 super tiles cover 32 x 24 positions for 17 x 23 tiles,
+    so some CTAs walk 4 tiles; row-major (1x1) hands out 391 tiles in three waves without a gap."""
+    from dataclasses import replace
+
+    from hgemm_course.ladder.r11_persistent import TILES
+    from hgemm_course.plan import rung11_efficiency
+
+    data = viz.walk_data()
+    assert data["tiles"] == 17 * 23 and data["positions"] == {(16, 2): 32 * 24, (1, 1): 17 * 23}
+    assert max(data["walks"][16, 2]) == 4 and max(data["walks"][1, 1]) == 3
+    assert all(sum(w) == data["tiles"] for w in data["walks"].values())
+    small = replace(TILES, bm=128, bn=128)
+    for s, busy in data["busy"].items():
+        assert busy == pytest.approx(rung11_efficiency(2176, 2944, 132, small, 1, s))
+    assert "busiest unit 4 tiles, 74% busy" in viz.walk_figure().legends[0].texts[1].get_text()
+
+
+def test_viz_help_lists_the_walk_figure(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["viz", "--help"])
+    assert exited.value.code == 0
+    assert re.search(r"^  walk +Tiles each persistent unit walks", capsys.readouterr().out, flags=re.M)

@@ -13,7 +13,7 @@ from .pipeline import pipeline_data, pipeline_figure
 from .roofline import roofline_data, roofline_figure
 from .schedule import cta_order_data, cta_order_figure, l2_supertile_data, l2_supertile_figure
 from .sweep import shape_sweep_data, shape_sweep_figure
-from .waves import waves_data, waves_figure
+from .waves import walk_data, walk_figure, waves_data, waves_figure
 
 FIGURES = {
     "swizzle": swizzle_figure,
@@ -26,6 +26,7 @@ FIGURES = {
     "roofline": roofline_figure,
     "pipeline": pipeline_figure,
     "waves": waves_figure,
+    "walk": walk_figure,
     "shape-sweep": shape_sweep_figure,
     "clocks": clocks_figure,
 }
@@ -35,5 +36,5 @@ __all__ = [
     "fragments_figure", "l2_supertile_data", "l2_supertile_figure", "ladder_data", "ladder_figure", "ladder_grid_data",
     "occupancy_data", "occupancy_figure", "pipeline_data", "pipeline_figure", "roofline_data", "roofline_figure",
     "shape_sweep_data", "shape_sweep_figure", "swizzle_data", "swizzle_figure",
-    "waves_data", "waves_figure",
+    "walk_data", "walk_figure", "waves_data", "waves_figure",
 ]

@@ -67,3 +67,42 @@ def waves_figure(*, M=3072, N=3072, K=3072, tile_m=waves.TILE_M, tile_n=waves.TI
     fig.suptitle(f"Model of {M}x{N}x{K}: {data['tiles']} tiles of {cluster_m * tile_m}x{tile_n} on {units} units "
                  f"= {data['waves']:.2f} waves; {finding}")
     return fig
+
+
+def walk_data(*, M=2176, N=2944, tile_m=128, tile_n=128, cluster_m=1, units=132, supers=((16, 2), (1, 1))):
+    """How many tiles each persistent unit walks on each of ``supers`` (rung 11's launch order: whole super tiles,
+    positions past the grid's edge skipped, units taking positions round-robin); by default the plan's small tiles
+    at 2176 x 2944. Returns ``{'tiles', 'units', 'walks': {super: [tiles per unit]}, 'positions': {super: launch
+    positions}, 'busy': {super: busy fraction}}`` (busy as :func:`hgemm_course.plan.rung11_efficiency` counts it)."""
+    from dataclasses import replace
+
+    from ..ladder.r11_persistent import TILES, launch_positions, tiles_per_cluster
+
+    tiles = replace(TILES, bm=tile_m, bn=tile_n)
+    walks = {s: tiles_per_cluster(units, M, N, tiles, s, cluster_m) for s in supers}
+    count = -(-(-(-M // tile_m)) // cluster_m) * -(-N // tile_n)
+    return {"tiles": count, "units": units, "walks": walks,
+            "positions": {s: launch_positions(M, N, tiles, s, cluster_m) // cluster_m for s in supers},
+            "busy": {s: sum(w) / (units * max(w)) for s, w in walks.items()}}
+
+
+def walk_figure(*, M=2176, N=2944, tile_m=128, tile_n=128, cluster_m=1, units=132, supers=((16, 2), (1, 1))) -> Figure:
+    """Tiles each persistent unit walks, for several super tiles: empty launch positions give some units more."""
+    data = walk_data(M=M, N=N, tile_m=tile_m, tile_n=tile_n, cluster_m=cluster_m, units=units, supers=supers)
+    fig = Figure(figsize=(14, 4.5), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / len(supers)
+    for i, (s, walk) in enumerate(data["walks"].items()):
+        ax.bar([u + (i - (len(supers) - 1) / 2) * width for u in range(units)], walk, width=width,
+               label=(f"{s[0]}x{s[1]} super tiles: {data['positions'][s]} launch positions, busiest unit "
+                      f"{max(walk)} tiles, {data['busy'][s]:.0%} busy"))
+    ax.axhline(data["tiles"] / units, color="black", ls=":", lw=1, label="even share")
+    ax.set_xlabel(f"unit ({'cluster of ' + str(cluster_m) + ' CTAs' if cluster_m > 1 else 'CTA'})")
+    ax.set_ylabel("tiles walked")
+    ax.set_xlim(-1, units)
+    ax.set_ylim(0, max(max(w) for w in data["walks"].values()) + 0.5)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.legend(loc="outside lower center", ncols=len(supers) + 1, fontsize=9)
+    fig.suptitle(f"{M}x{N}: {data['tiles']} tiles of {cluster_m * tile_m}x{tile_n} on {units} units "
+                 f"({data['tiles'] / units:.2f} waves)")
+    return fig
