@@ -243,7 +243,8 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     if small > whole * (1 + SMALL_TILE_MARGIN) and small > split[best].efficiency:
         rung, options = "11", small_options
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
-                  f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed), "
+                  f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed"
+                  f"{' and for rows off 128-byte boundaries' if small_tile_speed(N, K) < SMALL_TILE_SPEED else ''}), "
                   f"rung 12 dividing by K {split[best].efficiency:.0%}.")
         if small_supers != (ONE_WAVE_SUPER,) and small_super != RUNG11_SUPER:
             reason = reason[:-1] + f"; on {small_super[0]}x{small_super[1]} super tiles, the busiest walk of those."
