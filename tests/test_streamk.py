@@ -418,6 +418,32 @@ def test_rung12_verifies_for_every_split(shape, sk_waves):
     harness.compare(c, ref, K=shape[2], rung="12", seed=seed).raise_if_failed()
 
 
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, expected", [
+    ((2175, 2944, 512), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),    # small tiles, row-major, 3 waves
+    ((2559, 2304, 512), ("11", {"tiles": "128x128", "super_mn": (4, 2)})),
+    ((6111, 1408, 1024), ("11", {"tiles": "128x128", "super_mn": (8, 1)})),
+    ((1000, 1000, 1000), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),  # rows off 128 bytes, one wave
+    ((3741, 15312, 3232), ("12", {"sk_waves": 0})),                           # B past the L2: the margin
+])
+def test_the_plans_launches_verify(shape, expected):
+    """gemm()'s plan on odd shapes that take each of its newer launches (random inputs, C poisoned with NaN,
+    FP32 reference); the shape's expected launch is checked first, so a changed plan fails here, not silently."""
+    import cupy
+
+    from hgemm_course import harness
+    from hgemm_course.plan import _launch_planned
+
+    p = plan(*shape)
+    rung, options = expected
+    assert p.rung == rung and options.items() <= p.options_text().items()
+    a, b, seed = harness.random_inputs(*shape, xp=cupy)
+    c = cupy.full((shape[0], shape[1]), cupy.nan, dtype=cupy.float16)
+    _launch_planned(a, b, c)
+    ref = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+    harness.compare(c, ref, K=shape[2], rung="plan", seed=seed).raise_if_failed()
+
 @pytest.mark.gpu
 def test_rung12_is_bit_identical_from_launch_to_launch():
     """The partial sums are added in a fixed order (the owner reads the later units' slots in unit order), so a
