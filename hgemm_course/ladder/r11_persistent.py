@@ -89,7 +89,6 @@ def cta_tiles(cta: int, grid: int, M: int, N: int, tiles: WarpSpecializedTiles =
     return [(m, n) for m, n in tiles_of_cta if m < grid_m]
 
 
-
 def tiles_per_cluster(clusters: int, M: int, N: int, tiles: WarpSpecializedTiles = TILES,
                       super_mn: tuple[int, int] = SUPER, cluster_m: int = CLUSTER_M) -> list[int]:
     """How many cluster tiles each of ``clusters`` clusters computes: the lengths of cta_tiles for each
@@ -100,6 +99,7 @@ def tiles_per_cluster(clusters: int, M: int, N: int, tiles: WarpSpecializedTiles
                       super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
     positions = np.flatnonzero(order[:, 0] >= 0)    # launch positions inside the grid
     return np.bincount(positions % clusters, minlength=clusters).tolist()
+
 
 def resident_ctas(kern: TemplateKernel, cluster_m: int) -> int:
     """CTAs of this kernel that run at once on the GPU: one per SM, or for clusters the driver's count

@@ -76,11 +76,12 @@ def walk_data(*, M=2176, N=2944, tile_m=128, tile_n=128, cluster_m=1, units=132,
     positions}, 'busy': {super: busy fraction}}`` (busy as :func:`hgemm_course.plan.rung11_efficiency` counts it)."""
     from dataclasses import replace
 
+    from ..ladder.nvrtc_kernel import cdiv
     from ..ladder.r11_persistent import TILES, launch_positions, tiles_per_cluster
 
     tiles = replace(TILES, bm=tile_m, bn=tile_n)
     walks = {s: tiles_per_cluster(units, M, N, tiles, s, cluster_m) for s in supers}
-    count = -(-(-(-M // tile_m)) // cluster_m) * -(-N // tile_n)
+    count = cdiv(cdiv(M, tile_m), cluster_m) * cdiv(N, tile_n)     # cluster tiles
     return {"tiles": count, "units": units, "walks": walks,
             "positions": {s: launch_positions(M, N, tiles, s, cluster_m) // cluster_m for s in supers},
             "busy": {s: sum(w) / (units * max(w)) for s, w in walks.items()}}
