@@ -53,10 +53,42 @@ def unpadded_source() -> Path | None:
     return path
 
 
+def producer_warp_source() -> Path:
+    """Rung 07's current kernel with a ninth warp that only refills the ring (waiting on each stage's empty
+    barrier, then asking TMA for the slice), instead of thread 0 of compute warp 0 doing it between its own
+    mma.sync; the launch gets 32 more threads ("extra_threads")."""
+    text = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
+    edits = [
+        ("__launch_bounds__((BM / WM) * (BN / WN) * 32, 1)", "__launch_bounds__((BM / WM) * (BN / WN) * 32 + 32, 1)"),
+        ("    __syncthreads();\n    mbar_wait_parity(smem_u32(&ring.full[0]), 0);",
+         "    __syncthreads();\n"
+         "    if (warp == THREADS / 32) {                       // the producer warp: refills only\n"
+         "        if (lane == 0) {\n"
+         "            for (int next = STAGES - 1; next < k_tiles; ++next) {\n"
+         "                if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);\n"
+         "                load_tile(next % STAGES, next);\n"
+         "            }\n"
+         "        }\n"
+         "        return;\n"
+         "    }\n"
+         "    mbar_wait_parity(smem_u32(&ring.full[0]), 0);"),
+        ("        if (tid == 0 && next < k_tiles) {", "        if (false && next < k_tiles) {"),
+    ]
+    for old, new in edits:
+        if old not in text:
+            raise SystemExit(f"k07_tma.cu changed: {old[:40]!r} not found")
+        text = text.replace(old, new)
+    ABLATE.mkdir(exist_ok=True)
+    path = ABLATE / "k07_tma_producer_warp.cu"
+    path.write_text(text)
+    return path
+
+
 def variants() -> list[dict]:
     """(label, rung, source file or None for the current kernel, launcher keyword arguments); "before"
     marks a source from before the WHOLE_TILES template parameter."""
     unpadded = unpadded_source()
+    producer = producer_warp_source()
     out = [{"label": "04 unpadded", "rung": "04", "source": unpadded, "kwargs": {}}] if unpadded else []
     for rung, stem in (("04", "k04_mma_sync"), ("05", "k05_swizzle"), ("06", "k06_supertile")):
         out += [{"label": f"{rung} before", "rung": rung, "source": ABLATE / f"{stem}_base.cu", "kwargs": {},
@@ -66,6 +98,10 @@ def variants() -> list[dict]:
                  "kwargs": {}}]
     out += [{"label": "07 before", "rung": "07", "source": ABLATE / "k07_tma_base.cu", "kwargs": {}},
             {"label": "07 now", "rung": "07", "source": None, "kwargs": {}},
+            {"label": "07 producer warp", "rung": "07", "source": producer, "kwargs": {}, "extra_threads": 32},
+            {"label": "07 producer warp 128x256", "rung": "07", "source": producer, "kwargs": {"tiles": WIDE},
+             "extra_threads": 32},
+            {"label": "07 now 128x256", "rung": "07", "source": None, "kwargs": {"tiles": WIDE}},
             {"label": "05 now 128x256", "rung": "05", "source": None, "kwargs": {"tiles": WIDE}},
             {"label": "05 now 3 stages", "rung": "05", "source": None, "kwargs": {"tiles": THREE_STAGES}},
             {"label": "06 now row-major", "rung": "06", "source": None, "kwargs": {"super_mn": ROW_MAJOR}},
@@ -95,6 +131,8 @@ def launcher(variant: dict):
         kernel = launched_kernel(module, M, N, K, **variant["kwargs"])
         if variant.get("before"):                # that source has no WHOLE_TILES parameter yet
             kernel = dataclasses.replace(kernel, template_args=kernel.template_args[:-1])
+        if variant.get("extra_threads"):
+            kernel = dataclasses.replace(kernel, threads=kernel.threads + variant["extra_threads"])
         return dataclasses.replace(kernel, source=str(variant["source"])) if variant["source"] else kernel
 
     def launch(a, b, c):
