@@ -72,18 +72,24 @@ def persistent_grid(M: int, N: int, resident: int, tiles: WarpSpecializedTiles =
     return (max(ctas - ctas % cluster_m, cluster_m),)
 
 
+def cluster_order(M: int, N: int, tiles: WarpSpecializedTiles, super_mn: tuple[int, int], cluster_m: int):
+    """Rung 06's launch order (sim.raster) of the (cluster_m x bm, bn) cluster tiles: (bid_m, bid_n) per launch
+    position, (-1, -1) past the grid's edge."""
+    # imported here, not at the top: sim imports Numba, which importing the registry must not
+    from ..sim.raster import cta_order
+
+    return cta_order("supertile", cdiv(cdiv(M, tiles.bm), cluster_m), cdiv(N, tiles.bn),
+                     super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+
+
 def cta_tiles(cta: int, grid: int, M: int, N: int, tiles: WarpSpecializedTiles = TILES,
               super_mn: tuple[int, int] = SUPER, cluster_m: int = CLUSTER_M) -> list[tuple[int, int]]:
     """The (bid_m, bid_n) tiles CTA ``cta`` of a ``grid``-CTA launch computes, in order: the Python
     twin of the kernel's loop t = cluster, cluster + clusters, ... over rung 06's launch order
     (sim.raster) of the cluster tiles, of which CTA rank ``cta % cluster_m`` takes its row. A tile
     row past the grid (grid_m odd, in clusters of 2) is computed on zeros and stored nowhere: left out."""
-    # imported here, not at the top: sim imports Numba, which importing the registry must not
-    from ..sim.raster import cta_order
-
     grid_m = cdiv(M, tiles.bm)
-    order = cta_order("supertile", cdiv(grid_m, cluster_m), cdiv(N, tiles.bn),
-                      super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+    order = cluster_order(M, N, tiles, super_mn, cluster_m)
     rank, cluster, clusters = cta % cluster_m, cta // cluster_m, grid // cluster_m
     tiles_of_cta = [(int(m) * cluster_m + rank, int(n)) for m, n in order[cluster::clusters] if m >= 0]
     return [(m, n) for m, n in tiles_of_cta if m < grid_m]
@@ -93,10 +99,7 @@ def tiles_per_cluster(clusters: int, M: int, N: int, tiles: WarpSpecializedTiles
                       super_mn: tuple[int, int] = SUPER, cluster_m: int = CLUSTER_M) -> list[int]:
     """How many cluster tiles each of ``clusters`` clusters computes: the lengths of cta_tiles for each
     cluster's first CTA, counted in one pass over the launch order instead of one pass per cluster."""
-    from ..sim.raster import cta_order
-
-    order = cta_order("supertile", cdiv(cdiv(M, tiles.bm), cluster_m), cdiv(N, tiles.bn),
-                      super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+    order = cluster_order(M, N, tiles, super_mn, cluster_m)
     positions = np.flatnonzero(order[:, 0] >= 0)    # launch positions inside the grid
     return np.bincount(positions % clusters, minlength=clusters).tolist()
 
