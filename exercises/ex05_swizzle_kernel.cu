@@ -69,8 +69,25 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
     const half* a_tile = A + static_cast<size_t>(m0) * K; // the BM rows of A this CTA reads
     const half* b_tile = B + n0;                      // the BN columns of B this CTA reads
 
+    // The 16-byte chunks this thread copies of every k-slice: one pass of the THREADS threads
+    // covers A_PASS whole rows of A (B_PASS of B), so the thread's chunks sit in one column,
+    // A_PASS rows apart. Their row, column and first source address are worked out here, once:
+    // in the loop a copy's address is this one plus whole passes and the slice's k offset, and
+    // no index arithmetic competes with the mma.sync for issue slots.
+    constexpr int A_PASS = THREADS / (BK / 8);        // rows of A one pass of the threads copies
+    constexpr int B_PASS = THREADS / (BN / 8);        // rows of B one pass copies
+    static_assert(THREADS % (BK / 8) == 0 && THREADS % (BN / 8) == 0 && BM % A_PASS == 0 && BK % B_PASS == 0,
+                  "a pass of the threads copies whole rows, and every thread as many chunks");
+    const int a_row = tid / (BK / 8), a_chunk = tid % (BK / 8);   // this thread's first chunk of A
+    const int b_row = tid / (BN / 8), b_chunk = tid % (BN / 8);   // and of B
+    const half* a_first = a_tile + static_cast<size_t>(a_row) * K + a_chunk * 8;
+    const half* b_first = b_tile + static_cast<size_t>(b_row) * N + b_chunk * 8;
+    // ints: a CTA's rows of A span BM * K halves, a slice of B BK * N, both below 2^31 (the launcher checks)
+    const int a_step = A_PASS * K;                    // halves from one of its chunks of A to the next
+    const int b_step = B_PASS * N;                    // and of B
+
     // Piece `part` of one k-slice into one stage: every thread copies every COPY_PARTS-th of its
-    // 16-byte chunks, so a slice's copies can ride along the k-steps of the slice being computed
+    // chunks, so a slice's copies can ride along the k-steps of the slice being computed
     // instead of leaving in one burst. Chunks past M, N or K are zero-filled so the tails add
     // nothing to the sums; when M, N and K are whole tiles (WHOLE_TILES) there are no tails, and
     // the copies go out without the guards.
@@ -78,13 +95,14 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
         const int k0 = kt * BK;
         const unsigned a_stage = smem_u32(ring.a) + stage * A_STAGE;   // (BM, BK) halves
         const unsigned b_stage = smem_u32(ring.b) + stage * B_STAGE;   // (BK, BN) halves
+        const half* a_src = a_first + k0;             // the thread's first chunk of slice kt, in A
+        const half* b_src = b_first + static_cast<size_t>(k0) * N;     // and in B
 #pragma unroll
-        for (int it = part; it < BM * BK / 8 / THREADS; it += COPY_PARTS) {
-            const int idx = it * THREADS + tid;
-            const int row = idx / (BK / 8);
-            const int chunk = idx % (BK / 8);
+        for (int it = part; it < BM / A_PASS; it += COPY_PARTS) {
+            const int row = a_row + it * A_PASS;
+            const int chunk = a_chunk;
             const bool inside = WHOLE_TILES || (m0 + row < M && k0 + chunk * 8 < K);
-            const half* src = inside ? a_tile + static_cast<size_t>(row) * K + k0 + chunk * 8 : A;
+            const half* src = inside ? a_src + it * a_step : A;
             // BEGIN SOLUTION
             // TODO: where chunk (row, chunk) of A goes in the (BM, BK) stage: one 128-byte row per row of A (BK = 64
             // halves), its 8 chunks placed so that the ldmatrix reads below hit no bank twice (swizzle.cuh).
@@ -92,12 +110,11 @@ k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             // END SOLUTION
         }
 #pragma unroll
-        for (int it = part; it < BK * BN / 8 / THREADS; it += COPY_PARTS) {
-            const int idx = it * THREADS + tid;
-            const int row = idx / (BN / 8);
-            const int chunk = idx % (BN / 8);
+        for (int it = part; it < BK / B_PASS; it += COPY_PARTS) {
+            const int row = b_row + it * B_PASS;
+            const int chunk = b_chunk;
             const bool inside = WHOLE_TILES || (k0 + row < K && n0 + chunk * 8 < N);
-            const half* src = inside ? b_tile + static_cast<size_t>(k0 + row) * N + chunk * 8 : B;
+            const half* src = inside ? b_src + it * b_step : B;
             // BEGIN SOLUTION
             // TODO: where chunk (row, chunk) of B goes in the (BK, BN) stage. A row of B is BN halves, longer than
             // one 128-byte swizzle row: the stage holds B as BN / 64 panels of (BK, 64) halves, B_PANEL bytes each.

@@ -1,4 +1,5 @@
-# Question: what each change in how rungs 04-07 feed mma.sync (fragment buffers, copy bursts, 2-CTA/SM, fences) gains.
+# Question: what each change in how rungs 04-07 feed mma.sync (fragment buffers, copy bursts, 2-CTA/SM, fences,
+# copy addresses) gains.
 # Results: results/tuning/2026-12-01/ablate_mma_feeding_round{1..5}{.json,_table.txt} (see results/tuning/README.md).
 """How rungs 04-07 feed mma.sync: time kernel sources side by side on the GPU, each verified first.
 
@@ -96,6 +97,16 @@ def variants() -> list[dict]:
                 {"label": f"{rung} now", "rung": rung, "source": None, "kwargs": {}},
                 {"label": f"{rung} copies in one burst", "rung": rung, "source": ABLATE / f"{stem}_burst.cu",
                  "kwargs": {}}]
+    # the kernels from before the copies' addresses were worked out once per thread (written by
+    # `git show 1a31af7:hgemm_course/kernels/STEM.cu > .ablate/STEM_indexed_copies.cu`): each copy's row and
+    # column divided out of a flat chunk index, its source multiplied out in 64 bits, inside the k-loop
+    out += [{"label": f"{rung} copies indexed per chunk", "rung": rung,
+             "source": ABLATE / f"{stem}_indexed_copies.cu", "kwargs": {}}
+            for rung, stem in (("04", "k04_mma_sync"), ("05", "k05_swizzle"), ("06", "k06_supertile"))]
+    # the same first version with each thread's first chunk kept as a 64-bit pointer instead of a 32-bit offset
+    out += [{"label": f"{rung} pointer per thread", "rung": rung,
+             "source": ABLATE / f"{stem}_pointer_per_thread.cu", "kwargs": {}}
+            for rung, stem in (("04", "k04_mma_sync"), ("05", "k05_swizzle"), ("06", "k06_supertile"))]
     out += [{"label": "07 before", "rung": "07", "source": ABLATE / "k07_tma_base.cu", "kwargs": {}},
             {"label": "07 now", "rung": "07", "source": None, "kwargs": {}},
             {"label": "07 producer warp", "rung": "07", "source": producer, "kwargs": {}, "extra_threads": 32},

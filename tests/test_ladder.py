@@ -60,3 +60,16 @@ def test_whole_tiles_get_the_instantiation_without_tail_guards(module_name):
         assert launched_kernel(module, *tail).name_expression.endswith(", false>"), tail
     assert {module.kernel_for(t.bm, t.bn, t.bk).name_expression,
             module.kernel_for(t.bm + 8, t.bn, t.bk).name_expression} == set(module.RUNG.name_expressions)
+
+
+@pytest.mark.parametrize("module", ("r04_mma_sync", "r05_swizzle", "r06_supertile"))
+def test_copy_steps_that_overflow_an_int_are_refused(module):
+    """Rungs 04-06 step their copies by 32-bit offsets: a K or N that would overflow them is refused."""
+    from importlib import import_module
+
+    kernel_for = import_module(f"hgemm_course.ladder.{module}").kernel_for
+    kernel_for(8192, 8192, 8192)
+    with pytest.raises(ValueError, match="too large for rungs 04-06"):
+        kernel_for(256, 256, 2**24)
+    with pytest.raises(ValueError, match="too large for rungs 04-06"):
+        kernel_for(256, 2**26, 64)

@@ -164,6 +164,13 @@ class MmaTiles:
         without the guards that zero-fill past the matrix."""
         return M % self.bm == 0 and N % self.bn == 0 and K % self.bk == 0
 
+    def require_int_steps(self, N: int, K: int) -> None:
+        """Rungs 04-06 step a thread's copies through a CTA's rows of A and a slice's rows of B by 32-bit
+        offsets (BM * K and BK * N halves at most): refuse K or N that would overflow them."""
+        require(self.bm * K < 2**31 and self.bk * N < 2**31,
+                f"K = {K} or N = {N} is too large for rungs 04-06 (BM * K and BK * N must stay below 2^31 "
+                f"halves): use rung 07 or later.")
+
     def check(self, smem_bytes: int) -> None:
         """The rules every tensor-core rung's kernel relies on, with ``smem_bytes`` its request."""
         require(self.bm % self.wm == 0 and self.bn % self.wn == 0,

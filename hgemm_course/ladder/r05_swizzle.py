@@ -51,6 +51,7 @@ def kernel(tiles: MmaTiles = TILES, whole_tiles: bool = False) -> TemplateKernel
 
 def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES) -> TemplateKernel:
     """The instantiation for an M x N x K product: without the tail guards when it is whole tiles."""
+    tiles.require_int_steps(N, K)
     return kernel(tiles, tiles.whole_tiles(M, N, K))
 
 

@@ -40,6 +40,7 @@ def kernel(tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER,
 
 def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> TemplateKernel:
     """The instantiation for an M x N x K product: without the tail guards when it is whole tiles."""
+    tiles.require_int_steps(N, K)
     return kernel(tiles, super_mn, tiles.whole_tiles(M, N, K))
 
 
