@@ -1,10 +1,10 @@
 """What ptxas made of a kernel: its SASS (from nvdisasm, no GPU needed) and the schedule of its main loop.
 
-A profile says where a kernel's cycles go; the SASS says what the compiler scheduled. For the mma.sync rungs one
-number follows their speed: how many of a k-slice's ``mma.sync`` (SASS ``HMMA``) ptxas placed after the slice's
-CTA barrier (``BAR.SYNC``). Those run while the warps that reach the barrier late catch up and while the next
-slice's first ``ldmatrix`` (``LDSM``) are in flight; where ptxas hoisted them above the barrier, the warps leave
-it with nothing to issue but loads whose results the loop's first ``mma.sync`` wait for.
+A profile says where a kernel's cycles go; the SASS says what the compiler scheduled. For the mma.sync rungs
+the loop's length is what chapter 04 reads: besides a slice's 128 ``mma.sync`` (SASS ``HMMA``), 32 ``ldmatrix``
+(``LDSM``) and 12 ``cp.async`` (``LDGSTS``), every instruction in it is address arithmetic or loop control that a
+warp issues in order between its ``mma.sync``. The count of ``mma.sync`` after the slice's CTA barrier
+(``BAR.SYNC``) is printed too; it moves with ptxas's scheduling and follows no rule the course has found.
 
 ``hgemm-course sass 05 [--tiles 128x256]`` prints the main loop of a rung's kernel; :func:`loop_schedule` returns it.
 nvdisasm comes with the ``nvidia-cuda-nvdisasm`` wheel (a dependency), found through cuda.pathfinder, or $NVDISASM.

@@ -85,6 +85,62 @@ def producer_warp_source() -> Path:
     return path
 
 
+def stmatrix_epilogue_source() -> Path:
+    """Rung 07's current kernel with C stored through shared memory: after the k-loop (and a CTA barrier, since
+    the ring is reused) every warp writes its (WM, WN) tile as halves with stmatrix into its own 128B-swizzled
+    rows, then copies them out as 16-byte row pieces, four rows of C per warp-wide store, instead of 4-byte
+    pairs straight from the accumulators."""
+    text = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
+    old_start = "    // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------"
+    if old_start not in text or "#include \"mma_sync.cuh\"" not in text:
+        raise SystemExit("k07_tma.cu changed: its epilogue or includes not found")
+    epilogue = """    // ---- epilogue: accumulators -> halves in shared memory (stmatrix) -> 16-byte rows of C ---
+    static_assert(WN == 64 && (BM / WM) * (BN / WN) * WM * WN * 2 <= sizeof(ring.a), "a warp's C tile: 64 columns");
+    __syncthreads();                                  // every warp is done with the ring
+    const unsigned c_tile = smem_u32(ring.a) + warp * WM * WN * 2;   // this warp's (WM, 64) halves, swizzled
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+        for (int j = 0; j < FRAG_N; j += 2) {         // a 16x16 piece: tiles (top, j), (bottom, j), (top, j+1), (bottom, j+1)
+            const int t = lane / 8;
+            const int row = i * 16 + (t % 2) * 8 + lane % 8;
+            stmatrix_x4(c_tile + swizzle_128b(row, j + t / 2),
+                        pack_half2(acc[i][j][0], acc[i][j][1]), pack_half2(acc[i][j][2], acc[i][j][3]),
+                        pack_half2(acc[i][j + 1][0], acc[i][j + 1][1]), pack_half2(acc[i][j + 1][2], acc[i][j + 1][3]));
+        }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int it = 0; it < WM / 4; ++it) {
+        const int row = it * 4 + lane / 8;
+        const int chunk = lane % 8;
+        const int grow = m0 + warp_m * WM + row;
+        const int gcol = n0 + warp_n * WN + chunk * 8;
+        const uint4 v = ld_shared_16(c_tile + swizzle_128b(row, chunk));
+        if (grow < M && gcol < N) *reinterpret_cast<uint4*>(C + static_cast<size_t>(grow) * N + gcol) = v;
+    }
+}
+"""
+    head = text[:text.index(old_start)]
+    helpers = """#include "stmatrix.cuh"
+
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+    const half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
+__device__ __forceinline__ uint4 ld_shared_16(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+    return v;
+}
+"""
+    head = head.replace("#include \"mma_sync.cuh\"\n", "#include \"mma_sync.cuh\"\n" + helpers, 1)
+    ABLATE.mkdir(exist_ok=True)
+    path = ABLATE / "k07_tma_stmatrix_epilogue.cu"
+    path.write_text(head + epilogue)
+    return path
+
+
 def variants() -> list[dict]:
     """(label, rung, source file or None for the current kernel, launcher keyword arguments); "before"
     marks a source from before the WHOLE_TILES template parameter."""
@@ -109,6 +165,9 @@ def variants() -> list[dict]:
             for rung, stem in (("04", "k04_mma_sync"), ("05", "k05_swizzle"), ("06", "k06_supertile"))]
     out += [{"label": "07 before", "rung": "07", "source": ABLATE / "k07_tma_base.cu", "kwargs": {}},
             {"label": "07 now", "rung": "07", "source": None, "kwargs": {}},
+            {"label": "07 stmatrix epilogue", "rung": "07", "source": stmatrix_epilogue_source(), "kwargs": {}},
+            {"label": "07 stmatrix epilogue 128x256", "rung": "07", "source": stmatrix_epilogue_source(),
+             "kwargs": {"tiles": WIDE}},
             {"label": "07 producer warp", "rung": "07", "source": producer, "kwargs": {}, "extra_threads": 32},
             {"label": "07 producer warp 128x256", "rung": "07", "source": producer, "kwargs": {"tiles": WIDE},
              "extra_threads": 32},

@@ -163,9 +163,10 @@ def changed(a: str, b: str) -> list[str]:
 
 
 # 03 -> 04 is the largest step: wmma written out as ldmatrix + mma.sync, and fed the way mma.sync
-# needs (two fragment buffers, copies spread over the k-steps), which wmma's API hides. 06 -> 07
-# swaps the copies and the barriers of that pipeline for TMA and mbarrier waits.
-@pytest.mark.parametrize("a, b, limit", [("03", "04", 140), ("04", "05", 30), ("05", "06", 16), ("06", "07", 105)])
+# needs (two fragment buffers, copies spread over the k-steps and addressed once per thread), which
+# wmma's API hides. 06 -> 07 swaps the copies (their per-thread addressing included) and the barriers of that
+# pipeline for TMA and mbarrier waits.
+@pytest.mark.parametrize("a, b, limit", [("03", "04", 160), ("04", "05", 30), ("05", "06", 16), ("06", "07", 125)])
 def test_neighbours_differ_by_a_small_diff(a, b, limit):
     lines = changed(a, b)
     assert 0 < len(lines) <= limit, "\n".join(lines)

@@ -56,16 +56,13 @@ def test_every_mma_sync_rung_loop_issues_a_slice_of_mma_sync(schedules):
         assert loop.counts["HMMA"] == 128 and loop.counts["LDSM"] == 32 and loop.counts["BAR"] == 1
 
 
-def test_the_faster_tile_of_each_rung_keeps_mma_sync_after_the_barrier(schedules):
-    """Chapters 04-06 read their tile and launch-order results alongside this count: the profiles' faster
-    instantiation of each pair (rung 04 at 128x256, rung 05 at 256x128) leaves more of a slice's mma.sync after
-    the CTA barrier than the slower one; rung 06, 2% slower than rung 05, fewer than rung 05. A compiler that
-    schedules otherwise fails this test, and those chapters must be read again."""
-    after = {key: loop.mma_after_barrier for key, loop in schedules.items()}
-    # NVRTC 13.0 (the H200's): 17 / 4, 41 / 6, 27; NVRTC 13.5: 39 / 6, 41 / 6, 28
-    assert after[("04", (128, 256))] >= after[("04", (256, 128))] + 10
-    assert after[("05", (256, 128))] >= after[("05", (128, 256))] + 10
-    assert after[("04", (256, 128))] < after[("06", (256, 128))] < after[("05", (256, 128))]
+def test_the_copies_leave_no_index_arithmetic_in_the_loop(schedules):
+    """Chapter 04: each thread's copy addresses are worked out before the k-loop, which took rung 05's main loop
+    from 349 to 318 instructions and rung 04's from 320 to 269 (NVRTC 13.0, the H200's; 13.5 gives the same within
+    a few) and cut their SM cycles by 3-7% on the H200. A loop that grows back past 320 instructions has index
+    arithmetic in it again, and chapter 04's figures must be measured again."""
+    for key, loop in schedules.items():
+        assert loop.instructions <= 320, (key, loop.instructions)
 
 
 def test_sass_command_reads_a_rung_at_another_tile(capsys):
