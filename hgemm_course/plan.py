@@ -98,7 +98,7 @@ SMALL_TILE_MARGIN = 0.10
 # the requests at 3950 x 2120 x 4200 that they made at 3950 x 2176 x 4224 and took 2.1 times the SM cycles (the
 # big tiles: 2.3 times, 1.06 times). The plan charges SMALL_TILE_UNALIGNED_SPEED per operand whose rows are off
 # (0.77 x 0.77 = 0.59 for both). Clusters of two sharing B do not rescue them: at six such shapes the small tiles
-# read 54-72% of cuBLAS with clusters and 49-66% without, where the plan read 72-93%
+# read 54-72% of cuBLAS with clusters and 48-66% without, where the plan read 72-93%
 # (results/tile_probe_nvidia-h200_20261201T211607_b7f0e8.json, one round).
 ROW_ALIGN_BYTES = 128
 SMALL_TILE_UNALIGNED_SPEED = 0.77
