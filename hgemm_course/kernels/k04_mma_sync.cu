@@ -2,9 +2,10 @@
 // to, written out: ldmatrix (shared -> fragment registers) and mma.sync.m16n8k16. The shared
 // tiles are still padded, so every ldmatrix row lands in its own group of 4 banks. Written
 // out, the instructions can be fed the way mma.sync needs: the fragments of the next k-step
-// load while this k-step's mma run (two fragment buffers), and the next slice's cp.async
-// copies are spread over the k-steps instead of leaving in one burst; when M, N and K are whole
-// tiles, a second instantiation copies without the tail guards.
+// load while this k-step's mma run (two fragment buffers), the next slice's cp.async copies
+// are spread over the k-steps instead of leaving in one burst, and each thread works out its
+// copy addresses once, before the k-loop; when M, N and K are whole tiles, a second
+// instantiation copies without the tail guards.
 #include "common.cuh"
 #include "cp_async.cuh"
 #include "ldmatrix.cuh"
