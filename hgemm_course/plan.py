@@ -219,18 +219,18 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     small_tiles = replace(RUNG11_TILES, bm=SMALL_TILES[0], bn=SMALL_TILES[1])
     cta_tiles = -(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn)
     one_wave = cta_tiles <= ctas
+    margin, small_speed = super_margin(N, K), small_tile_speed(N, K)
     if one_wave:
         whole, whole_super = rung11_efficiency(M, N, ctas, cluster_m=ONE_WAVE_CLUSTER_M,
                                                super_mn=ONE_WAVE_SUPER), ONE_WAVE_SUPER
     else:
-        whole, whole_super = rung11_best_super(M, N, units, rung11_supers(N, K), margin=super_margin(N, K))
+        whole, whole_super = rung11_best_super(M, N, units, rung11_supers(N, K), margin=margin)
     if -(-M // small_tiles.bm) * -(-N // small_tiles.bn) <= ctas:
         small_supers = (ONE_WAVE_SUPER,)
     else:
         small_supers = rung11_supers(N, K, SMALL_TILE_SUPERS)
-    small, small_super = rung11_best_super(M, N, ctas, small_supers, small_tiles, cluster_m=1,
-                                           margin=super_margin(N, K))
-    small *= small_tile_speed(N, K)
+    small, small_super = rung11_best_super(M, N, ctas, small_supers, small_tiles, cluster_m=1, margin=margin)
+    small *= small_speed
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if small_super != RUNG11_SUPER:
         small_options["super_mn"] = small_super
@@ -246,7 +246,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         rung, options = "11", small_options
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
                   f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed"
-                  f"{' and for rows off 128-byte boundaries' if small_tile_speed(N, K) < SMALL_TILE_SPEED else ''}), "
+                  f"{' and for rows off 128-byte boundaries' if small_speed < SMALL_TILE_SPEED else ''}), "
                   f"rung 12 dividing by K {split[best].efficiency:.0%}.")
         if small_supers != (ONE_WAVE_SUPER,) and small_super != RUNG11_SUPER:
             reason = reason[:-1] + f"; on {small_super[0]}x{small_super[1]} super tiles, the busiest walk of those."
