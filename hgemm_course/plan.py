@@ -1,5 +1,5 @@
 """What ``gemm(a, b)`` runs for a shape on a Hopper GPU: rung 11 (whole tiles, a wave at a time; 128 x 256
-tiles, or 128 x 128 where the big ones leave most of a wave empty) or rung 12 (the last waves divided by K),
+tiles, or 128 x 128 where the big ones leave most of a wave empty, or 128 x 64 for the smallest products) or rung 12 (the last waves divided by K),
 and how many whole waves rung 12 divides.
 
 The choice is a small model, not a table of timings: :mod:`hgemm_course.sim.waves` counts the waves each
@@ -105,6 +105,22 @@ SMALL_TILE_UNALIGNED_SPEED = 0.77
 # The small tiles run without clusters, so one tile column is their narrowest super tile, and 1x1 (row-major
 # order) numbers every tile without a gap: their super tile is picked as rung 11's is, from these.
 SMALL_TILE_SUPERS = RUNG11_SUPERS + ((1, 1),)
+# Rung 11's narrowest tiles, 128 x 64 with 8 stages (cuBLAS's tile at 1024^3, by its kernel's name in Nsight Compute),
+# for products so small that even the 128 x 128 tiles fill at most about half a wave. Timed in pairs with cuBLAS,
+# two rounds each, on 1x1 super tiles without clusters (results/tile_probe_nvidia-h200_20261201T220632_2d96b7.json
+# and T221110_b57063.json): at 1024^3, where they fill 97% of a wave and the 128 x 128 tiles 48%, they read
+# 89.6-94.9% of cuBLAS against the 128 x 128 tiles' 74.9-82.8% (with 4 stages, 80-86%); at 1024 x 1024 x 4096,
+# 640 x 1536 x 2048, 768^3 and 512 x 2048 x 1024 they led the 128 x 128 tiles by 6-20 points. Set against the
+# small tiles' timings at those five shapes, their speed per FLOP is 0.53-0.59 of the big tiles' (median
+# NARROW_TILE_SPEED). At the seven other shapes timed, where the 128 x 128 tiles fill half a wave or more, they
+# read 2-21 points below the plan; the model, charged that speed, takes none of them. Rows off 128-byte
+# boundaries cost them more than the small tiles (they ask for twice the boxes of A per FLOP): at 1000^3, A's and
+# B's rows both off, they read 67.5-71.1% where the 128 x 128 tiles read 76.1-79.7%, which is
+# NARROW_TILE_UNALIGNED_SPEED per operand whose rows are off (one shape, so a rough figure).
+NARROW_TILES = (128, 64)
+NARROW_TILE_STAGES = 8
+NARROW_TILE_SPEED = 0.55
+NARROW_TILE_UNALIGNED_SPEED = 0.68
 
 
 @dataclass(frozen=True)
@@ -175,6 +191,13 @@ def small_tile_speed(N: int, K: int) -> float:
     return SMALL_TILE_SPEED * SMALL_TILE_UNALIGNED_SPEED ** off
 
 
+def narrow_tile_speed(N: int, K: int) -> float:
+    """The narrow tiles' speed per FLOP against rung 11's 128 x 256 tiles, in the model: NARROW_TILE_SPEED, times
+    NARROW_TILE_UNALIGNED_SPEED for each of A and B whose rows do not start on ROW_ALIGN_BYTES boundaries."""
+    off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
+    return NARROW_TILE_SPEED * NARROW_TILE_UNALIGNED_SPEED ** off
+
+
 def rung11_best_super(M: int, N: int, units: int, supers: tuple = RUNG11_SUPERS, tiles=None,
                       cluster_m: int | None = None, margin: float = 0.0) -> tuple[float, tuple]:
     """(busy fraction, super tile) of the first of ``supers`` whose walk of these tiles on ``units`` clusters of
@@ -200,9 +223,10 @@ def super_margin(N: int, K: int) -> float:
 @lru_cache(maxsize=1024)
 def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     """The plan for an M x N x K product (cached per shape), over ``units`` clusters of two CTAs: rung 11 with
+    128 x 64 tiles where their predicted busy fraction beats every other choice's by SMALL_TILE_MARGIN; else with
     128 x 128 tiles where their predicted busy fraction beats both rung 11's with 128 x 256 tiles by
     SMALL_TILE_MARGIN and rung 12's; else rung 12 with the sk_waves whose prediction is highest, when that beats
-    rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters with the small tiles,
+    rung 11's by more than the model's margin; else rung 11. Rung 11 runs without clusters with the smaller tiles,
     and with either size on 1x1 super tiles when its tiles are at most one wave (ONE_WAVE_CLUSTER_M,
     ONE_WAVE_SUPER); past one wave on the super tiles whose walk is busiest (of RUNG11_SUPERS, and for the small
     tiles of SMALL_TILE_SUPERS)."""
@@ -234,15 +258,28 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if small_super != RUNG11_SUPER:
         small_options["super_mn"] = small_super
+    narrow_tiles = replace(RUNG11_TILES, bm=NARROW_TILES[0], bn=NARROW_TILES[1], stages=NARROW_TILE_STAGES)
+    narrow_supers = ((ONE_WAVE_SUPER,) if -(-M // narrow_tiles.bm) * -(-N // narrow_tiles.bn) <= ctas
+                     else rung11_supers(N, K, SMALL_TILE_SUPERS))
+    narrow, narrow_super = rung11_best_super(M, N, ctas, narrow_supers, narrow_tiles, cluster_m=1, margin=margin)
+    narrow *= narrow_tile_speed(N, K)
+    narrow_options = {"cluster_m": 1, "tiles": narrow_tiles, "super_mn": narrow_super}
     split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, fixup_iters=PLAN_FIXUP_ITERS,
                                 sk_iter_cost=PLAN_SK_ITER_COST, **shape) for sk in SK_WAVES_TRIED}
     small_name = f"rung 11, {SMALL_TILES[0]}x{SMALL_TILES[1]} tiles"
-    efficiency = ({"rung 11": whole, small_name: small}
+    narrow_name = f"rung 11, {NARROW_TILES[0]}x{NARROW_TILES[1]} tiles"
+    efficiency = ({"rung 11": whole, small_name: small, narrow_name: narrow}
                   | {f"rung 12, sk_waves={sk}": s.efficiency for sk, s in split.items()})
     best = max(SK_WAVES_TRIED, key=lambda sk: (split[sk].efficiency, -sk))
     gain = split[best].efficiency / whole - 1
     waves_text = f"{tiles} cluster tiles on {units} clusters make {tiles / units:.2f} waves"
-    if small > whole * (1 + SMALL_TILE_MARGIN) and small > split[best].efficiency:
+    if narrow > max(whole, small, split[best].efficiency) * (1 + SMALL_TILE_MARGIN):
+        rung, options = "11", narrow_options
+        reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, {SMALL_TILES[0]}x"
+                  f"{SMALL_TILES[1]} tiles {small:.0%}, four times as many {NARROW_TILES[0]}x{NARROW_TILES[1]} "
+                  f"tiles {narrow:.0%} (charged for their much lower speed), rung 12 dividing by K "
+                  f"{split[best].efficiency:.0%}.")
+    elif small > whole * (1 + SMALL_TILE_MARGIN) and small > split[best].efficiency:
         rung, options = "11", small_options
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
                   f"{SMALL_TILES[0]}x{SMALL_TILES[1]} tiles {small:.0%} (charged for their lower speed"

@@ -4,7 +4,7 @@ gemm()'s plan runs today? And how much slower is a 128 x 128 tile per FLOP where
 waves alike (4096^3: 3.88 and 7.76 waves, 97% of the slots each)? And at such shapes, how do rung 11 with and
 without clusters and rung 12's splits (sk_waves 0-2) rank, against the plan's pick (--variants)? Which of rung 06's
 super tiles leaves rung 11 fewest empty launch positions, and does that show in time ("11 super ...")? Do cuBLAS-
-like tiles of other widths (256x128; 128x192, wgmma's n192) serve where 128x256 fills its waves poorly? Do the
+like tiles of other widths (256x128; 128x192, wgmma's n192; 128x64 for small shapes) serve where 128x256 fills its waves poorly? Do the
 128 x 128 tiles fill their waves better on shorter super tiles, as the 128 x 256 ones do ("... super MxN")?
 Every variant is verified first (random inputs, C poisoned with NaN, FP32 reference) on odd shapes.
 Result file: results/tile_probe_<gpu>_<date>.json (written with --out)."""
@@ -24,6 +24,7 @@ from hgemm_course.plan import _launch_planned, plan
 SQUARE_128 = WarpSpecializedTiles(bm=128, bn=128, bk=64, stages=6)   # 6 stages: 226 KiB of shared memory
 TALL_256 = WarpSpecializedTiles(bm=256, bn=128, bk=64, stages=3)     # cuBLAS's tile at 4096^3; 3 stages: 208 KiB
 WIDE_192 = WarpSpecializedTiles(bm=128, bn=192, bk=64, stages=4)     # 4 stages: 194 KiB; three B panels, no pairs
+NARROW_64 = WarpSpecializedTiles(bm=128, bn=64, bk=64, stages=8)     # cuBLAS's tile at 1024^3; 8 stages: 210 KiB
 VARIANTS = {
     "plan": _launch_planned,
     "11": r11_persistent.launch,
@@ -53,6 +54,9 @@ VARIANTS = {
     "11 128x192": partial(r11_persistent.launch, tiles=WIDE_192, cluster_m=1),
     "12 128x192 sk0": partial(r12_streamk.launch, tiles=WIDE_192, cluster_m=1, sk_waves=0),
     "12 128x192 sk1": partial(r12_streamk.launch, tiles=WIDE_192, cluster_m=1, sk_waves=1),
+    **{f"11 128x64 s{s} no cluster super 1x1": partial(r11_persistent.launch, tiles=replace(NARROW_64, stages=s),
+                                                        cluster_m=1, super_mn=(1, 1)) for s in (4, 8)},
+    "11 128x64 s8 no cluster": partial(r11_persistent.launch, tiles=NARROW_64, cluster_m=1),
 }
 FIRST_RUN = ["plan", "11 128x128", "11 128x128 no cluster", "12 128x128 sk0", "12 128x128 sk1"]
 VERIFY_SHAPES = [(257, 136, 72), (1000, 1992, 1024), (640, 768, 4096), (3000, 2000, 1000), (2304, 2304, 2048)]

@@ -9,9 +9,9 @@ import pytest
 
 from hgemm_course import cli
 from hgemm_course.ladder import r12_streamk
-from hgemm_course.plan import (LARGE_B_SUPER_MARGIN, RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED, SMALL_TILE_SUPERS,
-                               SMALL_TILE_UNALIGNED_SPEED, plan, rung11_efficiency, rung11_supers, small_tile_speed,
-                               super_margin)
+from hgemm_course.plan import (LARGE_B_SUPER_MARGIN, NARROW_TILE_SPEED, NARROW_TILE_UNALIGNED_SPEED, RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED,
+                               SMALL_TILE_SUPERS, SMALL_TILE_UNALIGNED_SPEED, narrow_tile_speed, plan, rung11_efficiency,
+                               rung11_supers, small_tile_speed, super_margin)
 from hgemm_course.sim import waves
 
 
@@ -67,15 +67,17 @@ def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
     if rung:
         assert p.rung == rung
     best12 = max(v for k, v in p.efficiency.items() if k.startswith("rung 12"))
-    small = p.efficiency["rung 11, 128x128 tiles"]
-    takes_small = small > p.efficiency["rung 11"] * (1 + SMALL_TILE_MARGIN) and small > best12
-    assert (p.rung == "12") == (not takes_small and best12 > p.efficiency["rung 11"] * (1 + waves.DP_MARGIN))
+    small, narrow = p.efficiency["rung 11, 128x128 tiles"], p.efficiency["rung 11, 128x64 tiles"]
+    takes_narrow = narrow > max(p.efficiency["rung 11"], small, best12) * (1 + SMALL_TILE_MARGIN)
+    takes_small = not takes_narrow and small > p.efficiency["rung 11"] * (1 + SMALL_TILE_MARGIN) and small > best12
+    assert (p.rung == "12") == (not takes_small and not takes_narrow
+                                and best12 > p.efficiency["rung 11"] * (1 + waves.DP_MARGIN))
     assert p.efficiency[f"rung 12, sk_waves={p.sk_waves}"] == best12
     one_wave = -(-shape[0] // 128) * -(-shape[1] // 256) <= 132
     if p.rung == "12":
         assert p.options == {"sk_waves": p.sk_waves}
-    elif takes_small:
-        assert p.options["cluster_m"] == 1 and p.options["tiles"].bn == 128
+    elif takes_small or takes_narrow:
+        assert p.options["cluster_m"] == 1 and p.options["tiles"].bn == (128 if takes_small else 64)
     elif one_wave:
         assert p.options == ONE_WAVE
     else:   # rung 06's super tiles, or a shorter one of RUNG11_SUPERS where it leaves fewer positions empty
@@ -86,10 +88,11 @@ def test_plan_takes_rung12_only_where_the_waves_run_part_empty(shape, rung):
                                           ((2048, 2048, 2048), False),  # one wave of 128 x 256 tiles: full
                                           ((2304, 4608, 8192), False),  # stream-K fills the waves better
                                           ((8192, 8192, 8192), False),
-                                          ((1024, 1024, 1024), True)])  # 32 big tiles on 132 SMs, or 64 small
+                                          ((1280, 1280, 1280), True),   # 50 big tiles on 132 SMs, or 100 small
+                                          ((1024, 1024, 1024), False)])  # 64 small tiles: 128 narrow ones (below)
 def test_rung11_takes_128x128_tiles_only_where_its_big_tiles_leave_waves_empty(shape, small):
     p = plan(*shape, units=66)
-    assert (p.rung == "11" and "tiles" in p.options) == small
+    assert (p.rung == "11" and p.options_text().get("tiles") == "128x128") == small
     if small:
         tiles = p.launch.keywords["tiles"]
         assert (tiles.bm, tiles.bn) == (128, 128) and p.options_text()["tiles"] == "128x128"
@@ -183,8 +186,8 @@ def _probe_name(p) -> str:
     if p.rung == "12":
         return f"12 sk{p.sk_waves}"
     if "tiles" in p.options:
-        sup = p.options.get("super_mn")
-        return "11 128x128 s4 no cluster" + (f" super {sup[0]}x{sup[1]}" if sup else "")
+        sup, tiles = p.options.get("super_mn"), p.options["tiles"]
+        return (f"11 {tiles.bm}x{tiles.bn} s{tiles.stages} no cluster" + (f" super {sup[0]}x{sup[1]}" if sup else ""))
     sup = p.options.get("super_mn")
     return f"11 super {sup[0]}x{sup[1]}" if sup else "11"
 
@@ -211,6 +214,49 @@ def test_the_small_tiles_plan_was_within_noise_of_the_best_launch_timed():
         best = max(median(v) for v in by_launch.values())
         assert median(chosen) >= best - NOISE_POINTS, (shape, _probe_name(p), median(chosen), best)
     assert checked == 14
+
+NARROW_PROBES = ("tile_probe_nvidia-h200_20261201T220632_2d96b7.json", "tile_probe_nvidia-h200_20261201T221110_b57063.json")
+
+
+@pytest.mark.parametrize("shape, narrow", [((1024, 1024, 1024), True), ((1024, 1024, 4096), True),
+                                           ((512, 768, 2048), True),       # 24 small tiles, 48 narrow ones
+                                           ((1536, 1536, 1536), False),    # 144 small tiles: past one wave
+                                           ((1024, 2048, 2048), False), ((2048, 2048, 1024), False)])
+def test_the_narrow_tiles_only_where_even_the_small_ones_leave_most_of_a_wave_empty(shape, narrow):
+    p = plan(*shape, units=66)
+    assert (p.options_text().get("tiles") == "128x64") == narrow
+    if narrow:
+        tiles = p.launch.keywords["tiles"]
+        assert (tiles.bm, tiles.bn, tiles.stages) == (128, 64, 8) and p.options["cluster_m"] == 1
+        assert p.options["super_mn"] == (1, 1) and "128x64 tiles" in p.reason
+        others = max(v for k, v in p.efficiency.items() if "128x64" not in k)
+        assert p.efficiency["rung 11, 128x64 tiles"] > others * (1 + SMALL_TILE_MARGIN)
+
+
+def test_narrow_tiles_are_charged_more_than_the_small_ones_for_rows_off_128_byte_boundaries():
+    """At 1000^3 (both rows off) the H200 ran the 128 x 128 tiles faster than the narrow ones; at 1024^3 slower."""
+    assert narrow_tile_speed(1024, 1024) == NARROW_TILE_SPEED
+    assert narrow_tile_speed(1000, 1024) == pytest.approx(NARROW_TILE_SPEED * NARROW_TILE_UNALIGNED_SPEED)
+    assert narrow_tile_speed(1000, 1000) == pytest.approx(NARROW_TILE_SPEED * NARROW_TILE_UNALIGNED_SPEED ** 2)
+    assert NARROW_TILE_UNALIGNED_SPEED < SMALL_TILE_UNALIGNED_SPEED
+    assert plan(1000, 1000, 1000, units=66).options_text()["tiles"] == "128x128"
+    assert plan(1024, 1024, 1024, units=66).options_text()["tiles"] == "128x64"
+
+
+def test_the_narrow_tiles_plan_was_within_noise_of_the_best_launch_timed():
+    """At the thirteen shapes of the two narrow-tile probes (two rounds each), what the plan runs now read, by its
+    median, no more than NOISE_POINTS below the best launch's median there."""
+    from statistics import median
+
+    timed = _probe_timings(*NARROW_PROBES)
+    assert len(timed) == 13
+    for shape, by_launch in timed.items():
+        p = plan(*shape, units=66)
+        chosen = _chosen_timings(p, by_launch)
+        assert chosen, (shape, _probe_name(p))
+        best = max(median(v) for v in by_launch.values())
+        assert median(chosen) >= best - NOISE_POINTS, (shape, _probe_name(p), median(chosen), best)
+
 
 ONE_WAVE = {"cluster_m": 1, "super_mn": (1, 1)}
 
@@ -422,7 +468,10 @@ def test_rung12_verifies_for_every_split(shape, sk_waves):
     ((2175, 2944, 512), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),    # small tiles, row-major, 3 waves
     ((2559, 2304, 512), ("11", {"tiles": "128x128", "super_mn": (4, 2)})),
     ((6111, 1408, 1024), ("11", {"tiles": "128x128", "super_mn": (8, 1)})),
-    ((1000, 1000, 1000), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),  # rows off 128 bytes, one wave
+    ((1000, 1992, 1024), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),  # rows of B off 128 bytes, one wave
+    ((1000, 1000, 1000), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),  # rows off: small, not narrow, tiles
+    ((1000, 1024, 1024), ("11", {"tiles": "128x64", "super_mn": (1, 1)})),   # narrow tiles, M's tail
+    ((130, 1088, 64), ("11", {"tiles": "128x64", "super_mn": (1, 1)})),      # one slice of K, M a tile + 2
     ((3741, 15312, 3232), ("12", {"sk_waves": 0})),                           # B past the L2: the margin
 ])
 def test_the_plans_launches_verify(shape, expected):
