@@ -25,6 +25,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from ablate_mma_feeding import verify         # research/, on the path when run as a script
+
 from hgemm_course import harness, results, tensormap
 from hgemm_course.ladder import r11_persistent as r11
 from hgemm_course.ladder.nvrtc_kernel import cdiv
@@ -153,16 +155,6 @@ def variants() -> list[Variant]:
     return [Variant("11 now", None),
             Variant("11 a+b multicast", a_multicast_source(), cluster_n=2),
             Variant("11 hilbert", hilbert_source())]
-
-
-def verify(launch, M, N, K):
-    import cupy
-
-    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
-    c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
-    launch(a, b, c)
-    reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    return harness.compare(c, reference, K=K, seed=seed)
 
 
 def main() -> int:
