@@ -277,8 +277,9 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
         rung, options = "11", narrow_options
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, {SMALL_TILES[0]}x"
                   f"{SMALL_TILES[1]} tiles {small:.0%}, four times as many {NARROW_TILES[0]}x{NARROW_TILES[1]} "
-                  f"tiles {narrow:.0%} (charged for their much lower speed), rung 12 dividing by K "
-                  f"{split[best].efficiency:.0%}.")
+                  f"tiles {narrow:.0%} (charged for their much lower speed"
+                  f"{' and for rows off 128-byte boundaries' if narrow_tile_speed(N, K) < NARROW_TILE_SPEED else ''}), "
+                  f"rung 12 dividing by K {split[best].efficiency:.0%}.")
     elif small > whole * (1 + SMALL_TILE_MARGIN) and small > split[best].efficiency:
         rung, options = "11", small_options
         reason = (f"{waves_text}; rung 11's whole tiles keep the GPU {whole:.0%} busy, twice as many "
