@@ -182,6 +182,23 @@ def test_shape_sweep_is_the_newest_run_of_every_sweep_shape_not_a_newer_run_of_o
         shape_sweep_data(records, shapes=[(1024, 2048, 4096)])
 
 
+def test_shape_sweep_adds_the_newest_later_run_of_the_plan_over_every_sweep_shape():
+    def rec(rung, shape, pct, file):
+        return {"rung": rung, "M": shape[0], "N": shape[1], "K": shape[2], "pct_cublas": pct, "file": file}
+
+    sweep = [(2048, 4096, 8192), (4096, 2048, 1024), (4096, 4096, 4096)]
+    records = [rec(r, s, 90.0, "bench_b.json") for r in ("11", "12") for s in sweep]
+    records += [rec("plan", s, 80.0, "bench_a.json") for s in sweep]                  # older than the sweep
+    records += [rec("plan", s[:2] + (s[2] + 8,), 70.0, "bench_c.json") for s in sweep]  # other shapes
+    from hgemm_course.viz import shape_sweep_data
+
+    assert shape_sweep_data(records, shapes=sweep)["latest_plan"] is None
+    records += [rec("plan", s, pct, "bench_d.json") for s, pct in zip(sweep, (100.0, 101.0, 99.0))]
+    latest = shape_sweep_data(records, shapes=sweep)["latest_plan"]
+    assert latest["file"] == "bench_d.json" and latest["min"] == 100.0             # the square one is not scored
+    assert latest["geomean"] == pytest.approx((100.0 * 101.0) ** 0.5)
+
+
 def test_clocks_are_each_launchs_profiled_cycles_over_its_time(tmp_path):
     from hgemm_course.results import write_run
     from hgemm_course.viz import clocks_data

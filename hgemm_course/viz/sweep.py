@@ -22,7 +22,10 @@ def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
     ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
     Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%] (gemm()'s own
     launches where the run timed ``plan``, else the planned rung's), 'plan_measured': [bool],
-    'geomean_planned', 'min_planned' (both over the non-square shapes), 'file', 'gpu', 'date'}``.
+    'geomean_planned', 'min_planned' (both over the non-square shapes), 'file', 'gpu', 'date',
+    'latest_plan': None, or, where a later run timed gemm()'s plan (``bench plan``) at every shape of the sweep, the
+    newest such run: {'file', 'date', 'pct': [% or None per shape], 'geomean', 'min'} (the last two over the
+    sweep's non-square shapes)}``.
     """
     import math
 
@@ -56,11 +59,25 @@ def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
     planned_pct = [recs[("plan", *s) if m else (rung, *s)]["pct_cublas"]
                    for rung, s, m in zip(planned, shapes, measured)]
     any_rec = next(iter(recs.values()))
-    nonsquare = [p for p, (M, N, K) in zip(planned_pct, shapes) if not M == N == K] or planned_pct
+
+    def nonsquare(values):
+        return [p for p, (M, N, K) in zip(values, shapes) if not M == N == K] or values
+
+    def geomean(values):
+        return math.exp(sum(math.log(p) for p in values) / len(values))
+
+    scored = wanted or shapes                 # the sweep's shapes, which a later run of the plan must all have
+    later = [f for f, r in by_file.items() if f > file and all(("plan", *s) in r for s in scored)]
+    latest_plan = None
+    if later:
+        newest = by_file[max(later)]
+        plan_pct = [newest[("plan", *s)]["pct_cublas"] if ("plan", *s) in newest else None for s in shapes]
+        on_sweep = [newest[("plan", *s)]["pct_cublas"] for s in scored if not s[0] == s[1] == s[2]]
+        latest_plan = {"file": max(later), "date": next(iter(newest.values())).get("date", "?"), "pct": plan_pct,
+                       "geomean": geomean(on_sweep), "min": min(on_sweep)}
     return {"shapes": shapes, "pct": pct, "planned": planned, "planned_pct": planned_pct, "plan_measured": measured,
-            "geomean_planned": math.exp(sum(math.log(p) for p in nonsquare) / len(nonsquare)),
-            "min_planned": min(nonsquare), "file": file, "gpu": any_rec.get("gpu", "?"),
-            "date": any_rec.get("date", "?")}
+            "geomean_planned": geomean(nonsquare(planned_pct)), "min_planned": min(nonsquare(planned_pct)),
+            "file": file, "gpu": any_rec.get("gpu", "?"), "date": any_rec.get("date", "?"), "latest_plan": latest_plan}
 
 
 def shape_sweep_figure(*, records=None) -> Figure:
@@ -80,12 +97,18 @@ def shape_sweep_figure(*, records=None) -> Figure:
     if any(data["plan_measured"]):
         ax.scatter([x for x, m in enumerate(data["plan_measured"]) if m],
                    [p for p, m in zip(data["planned_pct"], data["plan_measured"]) if m],
-                   marker="D", color="black", zorder=3, label="gemm() (the plan), timed itself")
+                   marker="D", color="black", zorder=3, label="gemm() (the plan), timed in the same run")
+    if (latest := data["latest_plan"]):
+        timed = [(x, p) for x, p in enumerate(latest["pct"]) if p is not None]
+        ax.scatter([x for x, _ in timed], [p for _, p in timed], marker="*", s=110, color="tab:orange", edgecolor="black",
+                   zorder=4, label=f"gemm(), the latest run ({latest['file']}): geometric mean "
+                                 f"{latest['geomean']:.1f}%, lowest {latest['min']:.1f}%")
     ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS, paired launches")
     ax.set_xticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], rotation=45, ha="right")
     ax.set_ylabel("% of cuBLAS (median of paired launches)")
     ax.set_ylim(0, max(110, max(max(v) for v in data["pct"].values()) + 5))
-    ax.legend(loc="lower right", title="outlined: the plan's choice")
-    fig.suptitle(f"The plan's choice on the non-square shapes: geometric mean {data['geomean_planned']:.1f}% of cuBLAS, lowest "
-                 f"{data['min_planned']:.1f}% (recorded on the {data['gpu']}, {str(data['date'])[:10]})")
+    fig.legend(loc="outside lower center", ncols=3, title="outlined: the plan's choice")
+    fig.suptitle(f"Rungs 11 and 12 on the sweep, recorded on the {data['gpu']} ({data['file']})\nthe plan's choice: "
+                 f"geometric mean {data['geomean_planned']:.1f}% of cuBLAS on the non-square shapes, lowest "
+                 f"{data['min_planned']:.1f}%")
     return fig
