@@ -1,6 +1,6 @@
 """What ``gemm(a, b)`` runs for a shape on a Hopper GPU: rung 11 (whole tiles, a wave at a time; 128 x 256
-tiles, or 128 x 128 where the big ones leave most of a wave empty, or 128 x 64 for the smallest products) or rung 12 (the last waves divided by K),
-and how many whole waves rung 12 divides.
+tiles, or 128 x 128 where the big ones leave most of a wave empty, or 128 x 64 for the smallest products) or
+rung 12 (the last waves divided by K), and how many whole waves rung 12 divides.
 
 The choice is a small model, not a table of timings: :mod:`hgemm_course.sim.waves` counts the waves each
 choice makes on this GPU's SMs, in K-iterations, with a fix-up charged per split tile. The plan takes rung 12
@@ -114,9 +114,9 @@ SMALL_TILE_SUPERS = RUNG11_SUPERS + ((1, 1),)
 # small tiles' timings at those five shapes, their speed per FLOP is 0.53-0.59 of the big tiles' (median
 # NARROW_TILE_SPEED). At the seven other shapes timed, where the 128 x 128 tiles fill half a wave or more, they
 # read 2-21 points below the plan; the model, charged that speed, takes none of them. Rows off 128-byte
-# boundaries cost them more than the small tiles (they ask for twice the boxes of A per FLOP): at 1000^3, A's and
-# B's rows both off, they read 67.5-71.1% where the 128 x 128 tiles read 76.1-79.7%, which is
-# NARROW_TILE_UNALIGNED_SPEED per operand whose rows are off (one shape, so a rough figure).
+# boundaries cost them more than the small tiles: at 1000^3, A's and B's rows both off, they read 67.5-71.1% where
+# the 128 x 128 tiles read 76.1-79.7%, which is NARROW_TILE_UNALIGNED_SPEED per operand whose rows are off (one
+# shape, so a rough figure). That they ask for twice the boxes of A per FLOP is a likely reason, not a profiled one.
 NARROW_TILES = (128, 64)
 NARROW_TILE_STAGES = 8
 NARROW_TILE_SPEED = 0.55
