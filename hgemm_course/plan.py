@@ -110,10 +110,10 @@ SMALL_TILE_SUPERS = RUNG11_SUPERS + ((1, 1),)
 # two rounds each, on 1x1 super tiles without clusters (results/tile_probe_nvidia-h200_20261201T220632_2d96b7.json
 # and T221110_b57063.json): at 1024^3, where they fill 97% of a wave and the 128 x 128 tiles 48%, they read
 # 89.6-94.9% of cuBLAS against the 128 x 128 tiles' 74.9-82.8% (with 4 stages, 80-86%); at 1024 x 1024 x 4096,
-# 640 x 1536 x 2048, 768^3 and 512 x 2048 x 1024 they led the 128 x 128 tiles by 6-20 points. Set against the
+# 640 x 1536 x 2048, 768^3 and 512 x 2048 x 1024 they led the 128 x 128 tiles by 9-18 points (medians). Set against the
 # small tiles' timings at those five shapes, their speed per FLOP is 0.53-0.59 of the big tiles' (median
 # NARROW_TILE_SPEED). At the seven other shapes timed, where the 128 x 128 tiles fill half a wave or more, they
-# read 2-21 points below the plan; the model, charged that speed, takes none of them. Rows off 128-byte
+# read 0-25 points below the plan (medians); the model, charged that speed, takes none of them. Rows off 128-byte
 # boundaries cost them more than the small tiles: at 1000^3, A's and B's rows both off, they read 67.5-71.1% where
 # the 128 x 128 tiles read 76.1-79.7%, which is NARROW_TILE_UNALIGNED_SPEED per operand whose rows are off (one
 # shape, so a rough figure). That they ask for twice the boxes of A per FLOP is a likely reason, not a profiled one.
