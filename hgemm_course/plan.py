@@ -259,7 +259,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     if small_super != RUNG11_SUPER:
         small_options["super_mn"] = small_super
     # The narrow tiles on 1x1 super tiles only. They can be the pick only within one wave of them: past it, the small
-    # tiles (half as many, in whole waves) keep the GPU at least 3/4 as busy, and 3/4 x SMALL_TILE_SPEED x the margin
+    # tiles (half as many, in whole waves) keep the GPU at least 3/4 as busy, and 3/4 x SMALL_TILE_SPEED x (1 + margin)
     # is more than NARROW_TILE_SPEED, so walking the other super tiles for them would only cost the plan time.
     narrow_tiles = replace(RUNG11_TILES, bm=NARROW_TILES[0], bn=NARROW_TILES[1], stages=NARROW_TILE_STAGES)
     narrow = rung11_efficiency(M, N, ctas, narrow_tiles, 1, ONE_WAVE_SUPER) * narrow_tile_speed(N, K)
