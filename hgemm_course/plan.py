@@ -258,9 +258,9 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     small_options = {"cluster_m": 1, "tiles": small_tiles}
     if small_super != RUNG11_SUPER:
         small_options["super_mn"] = small_super
-    # The narrow tiles on 1x1 super tiles only. They can be the pick only within one wave of them: past it, the small
-    # tiles (half as many, in whole waves) keep the GPU at least 3/4 as busy, and 3/4 x SMALL_TILE_SPEED x (1 + margin)
-    # is more than NARROW_TILE_SPEED, so walking the other super tiles for them would only cost the plan time.
+    # The narrow tiles on 1x1 super tiles only: they can win only within one wave of them. Past it, the small tiles
+    # on the same walk are at least 3/4 as busy at 0.94 / 0.55 of the speed (the tests check on random shapes that the
+    # plan never takes the narrow tiles there), so walking more super tiles for them would only cost the plan time.
     narrow_tiles = replace(RUNG11_TILES, bm=NARROW_TILES[0], bn=NARROW_TILES[1], stages=NARROW_TILE_STAGES)
     narrow = rung11_efficiency(M, N, ctas, narrow_tiles, 1, ONE_WAVE_SUPER) * narrow_tile_speed(N, K)
     narrow_options = {"cluster_m": 1, "tiles": narrow_tiles, "super_mn": ONE_WAVE_SUPER}

@@ -233,6 +233,20 @@ def test_the_narrow_tiles_only_where_even_the_small_ones_leave_most_of_a_wave_em
         assert p.efficiency["rung 11, 128x64 tiles"] > others * (1 + SMALL_TILE_MARGIN)
 
 
+def test_the_narrow_tiles_are_never_the_pick_past_one_wave_of_them():
+    """Why plan() walks them on 1x1 super tiles only: past one wave of narrow tiles, no choice of theirs could win."""
+    import random
+
+    rng = random.Random(7)
+    past_one_wave = 0
+    for _ in range(600):
+        M, N, K = rng.randrange(64, 8192, 64), rng.randrange(64, 16384, 64), rng.randrange(64, 16384, 64)
+        if -(-M // 128) * -(-N // 64) > 132:
+            past_one_wave += 1
+            assert plan(M, N, K, units=66).options_text().get("tiles") != "128x64", (M, N, K)
+    assert past_one_wave > 500
+
+
 def test_narrow_tiles_are_charged_more_than_the_small_ones_for_rows_off_128_byte_boundaries():
     """At 1000^3 (both rows off) the H200 ran the 128 x 128 tiles faster than the narrow ones; at 1024^3 slower."""
     assert narrow_tile_speed(1024, 1024) == NARROW_TILE_SPEED
