@@ -30,8 +30,8 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
 
     ``rung`` defaults to the fastest choice this machine has: on a Hopper GPU the plan for the shape
     (:func:`hgemm_course.plan.plan`: rung 11, with 128x128 tiles where its 128x256 ones would leave
-    most of a wave empty and 128x64 ones where even those would, or rung 12 where whole tiles would leave a wave part-empty; ``hgemm-course plan
-    MxNxK`` says which and why), the Numba rung 02 on other GPUs and
+    most of a wave empty and 128x64 ones where even those would, or rung 12 where whole tiles would leave a
+    wave part-empty; ``hgemm-course plan MxNxK`` says which and why), the Numba rung 02 on other GPUs and
     under the Numba CUDA simulator. CuPy inputs stay on their GPU, and the kernel
     runs on CuPy's current stream without waiting for it; NumPy inputs are copied over and C comes
     back as NumPy. ``out``, an fp16 (M, N) array of the same kind and device, receives C.

@@ -4,8 +4,9 @@ gemm()'s plan runs today? And how much slower is a 128 x 128 tile per FLOP where
 waves alike (4096^3: 3.88 and 7.76 waves, 97% of the slots each)? And at such shapes, how do rung 11 with and
 without clusters and rung 12's splits (sk_waves 0-2) rank, against the plan's pick (--variants)? Which of rung 06's
 super tiles leaves rung 11 fewest empty launch positions, and does that show in time ("11 super ...")? Do cuBLAS-
-like tiles of other widths (256x128; 128x192, wgmma's n192; 128x64 for small shapes) serve where 128x256 fills its waves poorly? Do the
-128 x 128 tiles fill their waves better on shorter super tiles, as the 128 x 256 ones do ("... super MxN")?
+like tiles of other widths (256x128; 128x192, wgmma's n192; 128x64 for small shapes) serve where 128x256 fills its
+waves poorly? Do the 128 x 128 tiles fill their waves better on shorter super tiles, as the 128 x 256 ones do
+("... super MxN")?
 Every variant is verified first (random inputs, C poisoned with NaN, FP32 reference) on odd shapes.
 Result file: results/tile_probe_<gpu>_<date>.json (written with --out)."""
 from __future__ import annotations
