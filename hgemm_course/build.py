@@ -1,11 +1,14 @@
 """Compile CUDA sources with NVRTC, on a machine with or without a GPU.
 
 One path for both: NVRTC (``cuda.bindings.nvrtc``) turns a kernel source that
-``#include``s headers from ``ptx_snippets/`` into PTX and an sm_90a cubin, and
+``#include``s headers from ``ptx_snippets/`` into PTX and a cubin for the target's
+architecture (:mod:`hgemm_course.target`), and
 ptxas's verbose report (asked for with ``-Xptxas=-v``) becomes a
 :class:`KernelResources` per kernel. On a GPU the cubin is loaded through CuPy
 (``cupy.RawModule``), so CuPy never compiles anything itself and a compile error
-is always our message: the compiler's own text, with the file and line.
+is always our message: the compiler's own text, with the file and line. Where the
+GPU present is not the architecture a module was built for (a newer GPU, or
+``--as sm_89`` on the H200), its PTX is loaded instead and the driver JIT-compiles it.
 
 Two caches: compiled modules in memory, keyed by the source, its options and the
 content of every header it includes; and cubin files in the temporary folder for
@@ -22,9 +25,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from . import target
 from .paths import KERNELS_DIR, PTX_SNIPPETS_DIR, write_atomic
-
-DEFAULT_ARCH = "sm_90a"
 
 
 class CompileError(RuntimeError):
@@ -80,8 +82,23 @@ class CompiledModule:
             ) from None
 
     def function(self, name_expression: str):
-        """The kernel as a ``cupy.RawKernel`` (needs a GPU)."""
-        return _raw_module(self.cubin).get_function(self.lowered.get(name_expression, name_expression))
+        """The kernel as a ``cupy.RawKernel`` (needs a GPU): from the cubin where the GPU present is the
+        architecture it was built for, else from its PTX, which the driver JIT-compiles for the GPU."""
+        here = target.present()
+        image = (self.cubin, ".cubin") if here is not None and here.arch == self.arch else (self.ptx.encode(), ".ptx")
+        return _raw_module(*image).get_function(self.lowered.get(name_expression, name_expression))
+
+
+@lru_cache(maxsize=1)
+def _nvrtc_archs() -> frozenset[str]:
+    from cuda.bindings import nvrtc
+
+    return frozenset(f"sm_{n}" for n in _check(nvrtc.nvrtcGetSupportedArchs(), "supported architectures"))
+
+
+def nvrtc_builds(arch: str) -> bool:
+    """Whether this NVRTC can compile for ``arch`` (``sm_90a`` counts as sm_90)."""
+    return arch.rstrip("a") in _nvrtc_archs()
 
 
 _DIAG = re.compile(r"^(?P<file>[^\s()]+)\((?P<line>\d+)\): (?P<kind>error|catastrophic error|warning)[^:]*: (?P<message>.*)$")
@@ -117,16 +134,20 @@ def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
 
 
 def cuda_include_dirs() -> list[Path]:
-    """Directories holding cuda_fp16.h and crt/mma.h (pip's nvidia-cuda-runtime/-crt, else CUDA_HOME)."""
-    dirs: list[Path] = []
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
+    """Directories holding cuda_fp16.h and crt/mma.h (pip's nvidia-cuda-runtime/-crt, else CUDA_HOME).
 
-        found = find_nvidia_header_directory("cudart")
-        if found:
-            dirs.append(Path(found))
-    except Exception:  # an old cuda-pathfinder, or none: fall back to the toolkit below
-        pass
+    CUDA 13's wheels put both in one folder (``nvidia/cu13/include``); CUDA 12's keep crt/ in the nvcc wheel's
+    (``nvidia/cuda_nvcc/include``, nvidia-cuda-nvcc-cu12), which cuda.pathfinder names "nvcc"."""
+    dirs: list[Path] = []
+    for lib in ("cudart", "nvcc"):
+        try:
+            from cuda.pathfinder import find_nvidia_header_directory
+
+            found = find_nvidia_header_directory(lib)
+            if found:
+                dirs.append(Path(found))
+        except Exception:  # an old cuda-pathfinder, or none: fall back to the toolkit below
+            pass
     for env in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(env):
             dirs.append(Path(os.environ[env]) / "include")
@@ -161,13 +182,14 @@ def compile_cuda(
     source: str | Path,
     *,
     name_expressions: tuple[str, ...] | list[str] = (),
-    arch: str = DEFAULT_ARCH,
+    arch: str | None = None,
     options: tuple[str, ...] | list[str] = (),
     include_dirs: tuple[Path, ...] | list[Path] = (),
 ) -> CompiledModule:
     """Compile a ``.cu`` file (a Path, or a name under hgemm_course/kernels/) or a source string.
 
-    ``name_expressions`` instantiate templates (``"k03_wmma<128, 128, 32>"``).
+    ``name_expressions`` instantiate templates (``"k03_wmma<128, 128, 32>"``). ``arch`` defaults to
+    the current target's (:func:`hgemm_course.target.current`), for code that needs no feature of it.
     Raises :class:`CompileError` with the compiler's log when it does not compile.
     """
     if isinstance(source, Path) or (isinstance(source, str) and source.endswith(".cu") and "\n" not in source):
@@ -180,6 +202,9 @@ def compile_cuda(
     else:
         text, name, extra_dirs = source, "<string>.cu", ()
     dirs = (*extra_dirs, *map(Path, include_dirs))
+    if arch is None:
+        arch = target.current().build_arch(())
+        arch = arch if nvrtc_builds(arch) else target.lowest_arch(())
     return _compile_cached(text, name, tuple(name_expressions), arch, tuple(options), tuple(map(str, dirs)),
                            _headers_digest(text, (PTX_SNIPPETS_DIR, KERNELS_DIR, *dirs)))
 
@@ -246,15 +271,15 @@ CUBIN_CACHE_DIR = Path(tempfile.gettempdir()) / "hgemm_course_cubins"
 _private_cubin_dir: tempfile.TemporaryDirectory | None = None    # made when the cache folder cannot be written
 
 
-def cubin_file(cubin: bytes) -> Path:
-    """A file holding exactly these cubin bytes, named by their sha256.
+def cubin_file(cubin: bytes, suffix: str = ".cubin") -> Path:
+    """A file holding exactly these cubin (or PTX) bytes, named by their sha256.
 
     A file whose bytes no longer match its name (cut short, damaged) is written again; every write
     goes to a temporary name first and is renamed, so a process loading the file meanwhile sees the
     whole of it. Where the cache folder cannot be written, the cubin goes to a private temporary
     folder of this process (removed at exit), with one warning per process.
     """
-    name = hashlib.sha256(cubin).hexdigest() + ".cubin"
+    name = hashlib.sha256(cubin).hexdigest() + suffix
     path = CUBIN_CACHE_DIR / name
     if _holds(path, cubin):
         return path
@@ -282,7 +307,7 @@ def _private_folder(reason: OSError) -> Path:
 
 
 @lru_cache(maxsize=64)
-def _raw_module(cubin: bytes):
+def _raw_module(image: bytes, suffix: str):
     import cupy
 
-    return cupy.RawModule(path=str(cubin_file(cubin)))
+    return cupy.RawModule(path=str(cubin_file(image, suffix)))

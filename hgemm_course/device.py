@@ -26,11 +26,13 @@ class GpuInfo:
     regs_per_sm: int
     clock_khz: int
     memory_bytes: int
+    threads_per_sm: int = 0
 
     @property
     def arch(self) -> str:
-        major, minor = self.compute_capability
-        return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+        from .target import arch_of
+
+        return arch_of(self.compute_capability)
 
 
 @dataclass
@@ -99,6 +101,7 @@ def probe_gpu() -> tuple[GpuInfo | None, str | None, str | None]:
         regs_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
         clock_khz=attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
         memory_bytes=drv.cuDeviceTotalMem(dev)[1],
+        threads_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
     )
     return info, None, driver
 

@@ -20,7 +20,8 @@ from dataclasses import replace
 
 from . import device, harness, tensormap
 from .ladder import r07_tma
-from .ladder.nvrtc_kernel import SMEM_PER_CTA_OPTIN, MmaTiles
+from .ladder.nvrtc_kernel import MmaTiles
+from .target import current
 from .sim import ctas_per_sm
 
 
@@ -64,7 +65,8 @@ def hardware_ctas_per_sm(fn, threads: int, smem_bytes: int, *, carveout: int | N
     from cuda.bindings import driver
 
     A = driver.CUfunction_attribute
-    (err,) = driver.cuFuncSetAttribute(fn, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_PER_CTA_OPTIN)
+    (err,) = driver.cuFuncSetAttribute(fn, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       current().smem_per_block)
     _ok(err, "cuFuncSetAttribute(max dynamic shared)")
     if carveout is not None:
         (err,) = driver.cuFuncSetAttribute(fn, A.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout)
@@ -74,13 +76,14 @@ def hardware_ctas_per_sm(fn, threads: int, smem_bytes: int, *, carveout: int | N
     return n
 
 
-def cliff_sizes(smem_per_sm: int = 233472, reserve: int = 1024, ctas=range(1, 9)) -> list[int]:
-    """Requests on both sides of each k-CTAs-per-SM cliff the model predicts."""
+def cliff_sizes(smem_per_sm: int | None = None, reserve: int = 1024, ctas=range(1, 9)) -> list[int]:
+    """Requests on both sides of each k-CTAs-per-SM cliff the model predicts (default: the current target's SM)."""
+    smem_per_sm = smem_per_sm or current().smem_per_sm
     sizes = set()
     for k in ctas:
         edge = smem_per_sm // k - reserve
         sizes.update({edge - 1024, edge, edge + 1, edge + 1024})
-    return sorted(s for s in sizes if 0 <= s <= SMEM_PER_CTA_OPTIN)
+    return sorted(s for s in sizes if 0 <= s <= current().smem_per_block)
 
 
 def occupancy_cliff(*, carveout: int | None = None) -> dict:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from .ladder import get, registry
+from .target import current
 
 # Odd shapes verified before a configuration is timed: M and N tails, K not a multiple of 64, thin.
 VERIFY_SHAPES = ((257, 136, 72), (1000, 1000, 1032), (512, 1024, 4104))
@@ -78,8 +79,12 @@ def space(rung_id: str) -> dict[str, tuple]:
 
 
 def _defaults(module) -> dict:
-    """The rung's defaults: its ``kernel()``'s keyword defaults (TILES, SUPER, ...)."""
-    return {name: p.default for name, p in inspect.signature(module.kernel).parameters.items()}
+    """The rung's defaults: its ``kernel()``'s keyword defaults (TILES, SUPER, ...), with the tiles sized for the
+    current target where the rung sizes them (``tiles_for``)."""
+    out = {name: p.default for name, p in inspect.signature(module.kernel).parameters.items()}
+    if out.get("tiles") is None and hasattr(module, "tiles_for"):
+        out["tiles"] = module.tiles_for(current())
+    return out
 
 
 def _config(point: dict) -> TuneConfig:

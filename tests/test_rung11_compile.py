@@ -13,7 +13,10 @@ import pytest
 
 from hgemm_course.check.generate import without_markers
 from hgemm_course.ladder import get, r10_warp_specialized, r11_persistent, registry
-from hgemm_course.ladder.nvrtc_kernel import SMEM_PER_CTA_OPTIN, cdiv
+from hgemm_course.ladder.nvrtc_kernel import cdiv
+from hgemm_course.target import RECORDED
+
+SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
 from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 from hgemm_course.sim.raster import cta_order

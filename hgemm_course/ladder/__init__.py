@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..paths import KERNELS_DIR
+from ..target import FEATURES, Target, lowest_arch
 
 _MODULE_NAME = re.compile(r"^r(\d\d[a-z]?)_(\w+)$")
 
@@ -29,8 +30,9 @@ class Rung:
     backend: str                 # "numba" (Numba CUDA, Python source) or "nvrtc" (a .cu under kernels/)
     launch: Callable[[Any, Any, Any], None]   # launch(a (M,K), b (K,N), c (M,N)) on device arrays
     source: str | None = None    # kernel file: kernels/kNN_<slug>.cu, or ladder/kNN_<slug>.py for Numba rungs
-    name_expressions: tuple[str, ...] = ()    # template instantiations to compile for the report
-    arch: str = "sm_90a"         # the target its source needs ("any" for Numba rungs)
+    name_expressions: tuple[str, ...] = ()    # template instantiations of the recorded H200 runs
+    needs: tuple[str, ...] = ()  # target features its kernel uses (target.FEATURES); () for the Numba rungs
+    instantiations: Callable[[Target], tuple] | None = None   # target -> its TemplateKernels sized for it
     cudasim: bool = False        # runs under NUMBA_ENABLE_CUDASIM=1 on tiny sizes
     multiple_m: int = 1          # M must be a multiple of this
     multiple_n: int = 1
@@ -50,8 +52,34 @@ class Rung:
         return (Path(__file__).parent if self.source.endswith(".py") else KERNELS_DIR) / self.source
 
     @property
+    def arch(self) -> str:
+        """The oldest architecture that runs it ("any" for the Numba rungs): the PTX a newer GPU JIT-compiles."""
+        return lowest_arch(self.needs) if self.needs else "any"
+
+    @property
     def needs_gpu(self) -> str:
-        return "any CUDA GPU" if self.arch == "any" else f"a GPU that runs {self.arch}"
+        if not self.needs:
+            return "any CUDA GPU"
+        return ", ".join(FEATURES[n][1] for n in self.needs)
+
+    def kernels(self, target: Target) -> tuple:
+        """Its kernels sized and built for ``target`` (TemplateKernels; () for the Numba rungs). Raises
+        ValueError with the refusal where the target lacks a feature or nothing of its sweep fits."""
+        if (why := self.refusal(target)) is not None:
+            raise ValueError(why)
+        return self.instantiations(target) if self.instantiations else ()
+
+    def refusal(self, target: Target) -> str | None:
+        """None where ``target`` runs this rung; else one line that says why not."""
+        what = f"rung {self.id} ({self.slug})"
+        if (why := target.refusal(what, self.needs)) is not None:
+            return why
+        if self.instantiations is not None:
+            try:
+                self.instantiations(target)
+            except ValueError as exc:
+                return f"{what} does not fit {target.describe()} ({target.arch}): {exc}"
+        return None
 
     def check_shape(self, M: int, N: int, K: int) -> None:
         """Refuse a size this rung cannot do, naming the multiple it needs."""
@@ -68,7 +96,7 @@ class Rung:
         return {
             "rung": self.id, "slug": self.slug, "title": self.title, "idea": self.idea,
             "backend": self.backend, "chapter": self.chapter, "source": self.source,
-            "arch": self.arch, "needs": self.needs_gpu, "cudasim": self.cudasim,
+            "arch": self.arch, "needs": self.needs_gpu, "features": list(self.needs), "cudasim": self.cudasim,
             "multiples": {"M": self.multiple_m, "N": self.multiple_n, "K": self.multiple_k},
         }
 

@@ -11,7 +11,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..build import DEFAULT_ARCH, CompiledModule, compile_cuda
+from ..build import CompiledModule, compile_cuda, nvrtc_builds
+from ..target import Target, current, lowest_arch
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,8 @@ class TemplateKernel:
     threads: int                         # threads per CTA
     smem_bytes: int                      # dynamic shared memory per CTA
     grid: Callable[[int, int], tuple]    # (M, N) -> grid dims
-    arch: str = DEFAULT_ARCH
+    needs: tuple[str, ...] = ()          # the target features the source uses (target.FEATURES)
+    target: Target | None = None         # what it is built for; None: target.current() when it compiles
     smem_layout: str | None = None       # the C++ struct the kernel lays its shared memory out as, e.g.
                                          # "TmaRing<128, 128, 64, 3>" (kernels/common.cuh)
     smem_aligned: bool = True            # smem_bytes holds SMEM_ALIGN bytes of slack besides the struct, for
@@ -44,6 +46,13 @@ class TemplateKernel:
             return None
         check = "launch_smem_bytes" if self.smem_aligned else "launch_smem_bytes_exact"
         return f"&{check}<{self.smem_layout}, {self.smem_bytes}>"
+
+    @property
+    def arch(self) -> str:
+        """The architecture it compiles for: its target's own (a cubin), or the lowest that has its features
+        (PTX the driver JIT-compiles) where the target runs from PTX or this NVRTC does not know its arch."""
+        arch = (self.target or current()).build_arch(self.needs)
+        return arch if nvrtc_builds(arch) else lowest_arch(self.needs)
 
     def compile(self) -> CompiledModule:
         names = (self.name_expression, self.smem_check) if self.smem_layout else (self.name_expression,)
@@ -108,10 +117,6 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# Shared memory one CTA may opt in to on sm_90 (227 KiB).
-SMEM_PER_CTA_OPTIN = 227 * 1024
-
-
 def require(condition: bool, message: str) -> None:
     """A launcher's precondition: refuse the configuration with a sentence that names the fix."""
     if not condition:
@@ -171,8 +176,8 @@ class MmaTiles:
                 f"K = {K} or N = {N} is too large for rungs 04-06 (BM * K and BK * N must stay below 2^31 "
                 f"halves): use rung 07 or later.")
 
-    def check(self, smem_bytes: int) -> None:
-        """The rules every tensor-core rung's kernel relies on, with ``smem_bytes`` its request."""
+    def check(self, smem_bytes: int, target: Target) -> None:
+        """The rules every tensor-core rung's kernel relies on, with ``smem_bytes`` its request on ``target``."""
         require(self.bm % self.wm == 0 and self.bn % self.wn == 0,
                 f"The CTA tile {self.bm}x{self.bn} must split into whole {self.wm}x{self.wn} warp tiles; "
                 "choose bm a multiple of wm and bn a multiple of wn.")
@@ -186,6 +191,34 @@ class MmaTiles:
                     f"The {name} tile ({rows}x{cols} halves = {rows * cols // 8} chunks of 16 bytes) must split evenly "
                     f"over the {self.threads} threads that copy it.")
         require(self.stages >= 2, f"stages={self.stages}: a pipeline needs at least 2 stages (double buffering).")
-        require(smem_bytes <= SMEM_PER_CTA_OPTIN,
-                f"{self.stages} stages need {smem_bytes} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes "
-                "a CTA can have on sm_90; use fewer stages or smaller tiles.")
+        require_smem(smem_bytes, target, f"{self.stages} stages")
+
+
+def require_smem(smem_bytes: int, target: Target, what: str, fix: str = "use fewer stages or smaller tiles") -> None:
+    """Refuse a request for more shared memory than one CTA may have on ``target``."""
+    where = f"{target.describe()} ({target.arch})" if target.present else target.describe()
+    require(smem_bytes <= target.smem_per_block,
+            f"{what} need {smem_bytes} bytes of shared memory, over the {target.smem_per_block} bytes a CTA can have "
+            f"on {where}; {fix}.")
+
+
+def sized_tiles(default: MmaTiles, tunable: Tunable, builds: Callable[[MmaTiles], object]) -> MmaTiles:
+    """The tiling a rung runs on a target: its default where ``builds`` (the rung's ``kernel()`` for that
+    target) takes it; else, from the rung's own sweep, the largest tile that fits with at least three stages
+    (a prefetch distance of two slices), else with two, the default's own tile first among equals, and then
+    the most stages up to the default's.
+    Raises the last refusal's ValueError when nothing of the sweep fits."""
+    stages = sorted({s for s in (*tunable.stages, 2) if 2 <= s <= default.stages}, reverse=True)
+    candidates = [default] + sorted(
+        (MmaTiles(bm, bn, default.bk, default.wm, default.wn, s) for bm, bn in tunable.tiles for s in stages),
+        key=lambda t: (t.stages < 3, -t.bm * t.bn, (t.bm, t.bn) != (default.bm, default.bn),
+                       tunable.tiles.index((t.bm, t.bn)), -t.stages))
+    refusal = None
+    for tiles in candidates:
+        try:
+            builds(tiles)
+        except ValueError as exc:
+            refusal = exc
+            continue
+        return tiles
+    raise refusal

@@ -18,7 +18,7 @@ def launch(a, b, c) -> None:
 
 
 RUNG = Rung(
-    id="01", slug="naive", backend="numba", arch="any", cudasim=True, launch=launch, source="k01_naive.py",
+    id="01", slug="naive", backend="numba", cudasim=True, launch=launch, source="k01_naive.py",
     title="Naive: one thread per output (Numba CUDA)",
     idea="one thread per element of C; threadIdx.x along a row of C so warps coalesce",
     max_bench_size=4096,

@@ -18,7 +18,7 @@ def launch(a, b, c) -> None:
 
 
 RUNG = Rung(
-    id="02", slug="tiled", backend="numba", arch="any", cudasim=True, launch=launch, source="k02_tiled.py",
+    id="02", slug="tiled", backend="numba", cudasim=True, launch=launch, source="k02_tiled.py",
     title="Tiled: shared-memory tiles + 4x4 register blocking (Numba CUDA)",
     idea="stage BMxBK and BKxBN slices in shared memory; each thread accumulates a 4x4 block in registers",
 )

@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
+from ..target import RECORDED, Target, current
 from . import Rung
-from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require
+from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require, sized_tiles
 
 SOURCE = "k05_swizzle.cu"
 # Measured by `hgemm-course tune 05` on the H200 (results/tune_nvidia-h200_20261201T085438_e86c3f.json; % of cuBLAS
@@ -14,6 +15,7 @@ SOURCE = "k05_swizzle.cu"
 TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
 # `hgemm-course tune 05` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5))
+NEEDS = ("cp.async", "ldmatrix", "mma.sync")
 
 
 def smem_bytes(t: MmaTiles) -> int:
@@ -39,23 +41,40 @@ def check_swizzle(tiles: MmaTiles) -> None:
             "for the k-step XOR to stay inside a row.")
 
 
+def kernel(tiles: MmaTiles | None = None, whole_tiles: bool = False, target: Target | None = None) -> TemplateKernel:
+    """The kernel for ``target`` (default: the current one) with ``tiles`` (default: those sized for it)."""
+    target = target or current()
+    return _kernel(tiles or tiles_for(target), whole_tiles, target)
+
+
 @lru_cache(maxsize=None)
-def kernel(tiles: MmaTiles = TILES, whole_tiles: bool = False) -> TemplateKernel:
+def _kernel(tiles: MmaTiles, whole_tiles: bool, target: Target) -> TemplateKernel:
     smem = smem_bytes(tiles)
-    tiles.check(smem)
+    tiles.check(smem, target)
     check_swizzle(tiles)
     return TemplateKernel(SOURCE, "k05_swizzle", (*tiles.template_args, whole_tiles), tiles.threads, smem,
-                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)),
+                          grid=lambda M, N: (cdiv(N, tiles.bn), cdiv(M, tiles.bm)), needs=NEEDS, target=target,
                           smem_layout=swizzled_stages(tiles), smem_aligned=False)
 
 
-def kernel_for(M: int, N: int, K: int, tiles: MmaTiles = TILES) -> TemplateKernel:
+@lru_cache(maxsize=None)
+def tiles_for(target: Target) -> MmaTiles:
+    """TILES where they fit the target's shared memory, else the best of TUNABLE that does (sized_tiles)."""
+    return sized_tiles(TILES, TUNABLE, lambda tiles: _kernel(tiles, False, target))
+
+
+def instantiations(target: Target) -> tuple[TemplateKernel, ...]:
+    return tuple(kernel(None, whole, target) for whole in (False, True))
+
+
+def kernel_for(M: int, N: int, K: int, tiles: MmaTiles | None = None) -> TemplateKernel:
     """The instantiation for an M x N x K product: without the tail guards when it is whole tiles."""
+    tiles = tiles or tiles_for(current())
     tiles.require_int_steps(N, K)
     return kernel(tiles, tiles.whole_tiles(M, N, K))
 
 
-def launch(a, b, c, tiles: MmaTiles = TILES) -> None:
+def launch(a, b, c, tiles: MmaTiles | None = None) -> None:
     (M, K), N = a.shape, b.shape[1]
     kernel_for(M, N, K, tiles).launch(a, b, c)
 
@@ -64,7 +83,7 @@ RUNG = Rung(
     id="05", slug="swizzle", title="mma.sync + 128-byte XOR swizzle",
     idea="padding replaced by the 128-byte XOR swizzle: chunk c of row r lives at c ^ (r % 8)",
     backend="nvrtc", launch=launch, source=SOURCE,
-    name_expressions=tuple(kernel(TILES, whole).name_expression for whole in (False, True)),
-    multiple_n=8, multiple_k=8,
+    name_expressions=tuple(kernel(TILES, whole, RECORDED).name_expression for whole in (False, True)),
+    needs=NEEDS, instantiations=instantiations, multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "threads": TILES.threads, "smem_bytes": smem_bytes(TILES)},
 )

@@ -5,12 +5,14 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from ..tensormap import tensor_maps
+from ..target import sizing
 from . import Rung
-from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, Tunable, require
+from .nvrtc_kernel import TemplateKernel, Tunable, require, require_smem
 from .r06_supertile import grid_1d
 from .r07_tma import smem_bytes, tma_ring
 
 SOURCE = "k09_wgmma.cu"
+NEEDS = ("tma", "wgmma")
 THREADS = 128                             # one warpgroup: four consecutive warps
 WGMMA_N = (64, 128, 192, 256)             # the N of wgmma.m64nNk16 that ptx_snippets/wgmma.cuh generates
 
@@ -52,9 +54,7 @@ class WgmmaTiles:
                 "bm * bn <= 16384 (128x128 or 64x256), or more warpgroups (rung 10).")
         require(self.stages >= 3, f"stages={self.stages}: wgmma still reads the previous stage while the next "
                                   "is loaded, so the ring needs at least 3 stages.")
-        require(smem <= SMEM_PER_CTA_OPTIN,
-                f"{self.stages} stages need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes "
-                "a CTA can have on sm_90; use fewer stages or smaller tiles.")
+        require_smem(smem, sizing(NEEDS), f"{self.stages} stages")
 
 
 # Measured by `hgemm-course tune 09` on the H200 (results/tune_nvidia-h200_20261201T085529_23712d.json; % of cuBLAS
@@ -95,7 +95,7 @@ def kernel(tiles: WgmmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> Temp
     tiles.check(smem)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     return TemplateKernel(SOURCE, "k09_wgmma", (*tiles.template_args, *super_mn), tiles.threads, smem,
-                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
+                          needs=NEEDS, grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
 
 
 def launch(a, b, c, tiles: WgmmaTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
@@ -105,7 +105,8 @@ def launch(a, b, c, tiles: WgmmaTiles = TILES, super_mn: tuple[int, int] = SUPER
 RUNG = Rung(
     id="09", slug="wgmma", title="TMA + wgmma, one warpgroup",
     idea="one warpgroup issues wgmma.mma_async on shared-memory descriptors; ldmatrix and mma.sync are gone",
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
+    instantiations=lambda target: (kernel(),),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "threads": THREADS, "smem_bytes": smem_bytes(TILES)},
 )

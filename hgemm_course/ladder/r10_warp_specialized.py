@@ -6,13 +6,15 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from ..tensormap import tensor_maps
+from ..target import sizing
 from . import Rung
-from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, Tunable, require
+from .nvrtc_kernel import TemplateKernel, Tunable, require, require_smem
 from .r06_supertile import grid_1d
 from .r07_tma import smem_bytes, tma_ring
 from .r09_wgmma import WGMMA_N, WgmmaTiles
 
 SOURCE = "k10_warp_specialized.cu"
+NEEDS = ("tma", "wgmma", "setmaxnreg")
 CONSUMERS = 2                             # consumer warpgroups per CTA, one half of the tile each
 THREADS = 128 * (1 + CONSUMERS)           # the producer warpgroup first, then the consumers
 # setmaxnreg targets per thread, the kernels' template arguments (rungs 10 and 11): the producer, one thread issuing
@@ -58,9 +60,7 @@ class WarpSpecializedTiles(WgmmaTiles):
                 f"{16384 * consumers} ({fits}).")
         require(self.stages >= 3, f"stages={self.stages}: wgmma still reads the previous stage while the next "
                                   "is waited for, so the ring needs at least 3 stages.")
-        require(smem <= SMEM_PER_CTA_OPTIN,
-                f"{self.stages} stages need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes "
-                "a CTA can have on sm_90; use fewer stages or smaller tiles.")
+        require_smem(smem, sizing(NEEDS), f"{self.stages} stages")
 
 
 # Measured by `hgemm-course tune 10` on the H200 (results/tune_nvidia-h200_20261201T085619_a09214.json; % of cuBLAS
@@ -80,7 +80,7 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     args = (*tiles.template_args, *super_mn, PRODUCER_REGS, CONSUMER_REGS)
     return TemplateKernel(SOURCE, "k10_warp_specialized", args, tiles.threads, smem,
-                          grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
+                          needs=NEEDS, grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=tma_ring(tiles))
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER) -> None:
@@ -90,7 +90,8 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
 RUNG = Rung(
     id="10", slug="warp_specialized", title="TMA + wgmma, producer and 2 consumer warpgroups",
     idea="a producer warpgroup only loads, two consumer warpgroups only compute; setmaxnreg moves registers to them",
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
+    instantiations=lambda target: (kernel(),),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "threads": THREADS, "consumers": CONSUMERS,
            "registers_after_setmaxnreg": {"producer": PRODUCER_REGS, "consumer": CONSUMER_REGS},

@@ -9,8 +9,9 @@ from functools import lru_cache
 import numpy as np
 
 from .. import device, tensormap
+from ..target import sizing
 from . import Rung
-from .nvrtc_kernel import SMEM_PER_CTA_OPTIN, TemplateKernel, Tunable, cdiv, require
+from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require, require_smem
 from .r06_supertile import grid_1d
 from .r07_tma import MBARRIER_BYTES, SMEM_ALIGN
 from .r10_warp_specialized import (
@@ -22,6 +23,7 @@ from .r10_warp_specialized import (
 )
 
 SOURCE = "k11_persistent.cu"
+NEEDS = ("tma", "wgmma", "setmaxnreg", "clusters")
 # __launch_bounds__(384, 1) hands each of the 384 threads 168 registers: 64512 of the SM's 65536, so one
 # CTA per SM (and the ring plus the C panel buffers take most of the shared memory anyway).
 CTAS_PER_SM = 1
@@ -154,10 +156,9 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     require(consumers in (1, 2), f"consumers={consumers}: the kernel has one or two consumer warpgroups.")
     smem = smem_bytes(tiles, consumers)
     c_buffer = c_buffer_bytes(tiles, consumers)
-    require(smem <= SMEM_PER_CTA_OPTIN,
-            f"{tiles.stages} stages of {tiles.bm}x{tiles.bk} + {tiles.bk}x{tiles.bn} halves and the {c_buffer}-byte C "
-            f"panel buffers need {smem} bytes of shared memory, over the {SMEM_PER_CTA_OPTIN} bytes a CTA can have on "
-            "sm_90; use fewer stages (4 for a 128x256 tile, 3 for 256x128) or smaller tiles.")
+    require_smem(smem, sizing(NEEDS), f"{tiles.stages} stages of {tiles.bm}x{tiles.bk} + {tiles.bk}x{tiles.bn} halves and "
+                 f"the {c_buffer}-byte C panel buffers",
+                 "use fewer stages (4 for a 128x256 tile, 3 for 256x128) or smaller tiles")
     tiles.check(smem, consumers)
     require(all(s >= 1 for s in super_mn), f"super tile {super_mn}: both sides must be at least one tile.")
     require(max_ctas is None or max_ctas >= 1, f"max_ctas={max_ctas}: the grid needs at least one CTA.")
@@ -171,7 +172,7 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
 
     kern = TemplateKernel(SOURCE, "k11_persistent",
                           (*tiles.template_args, *super_mn, cluster_m, consumers, PRODUCER_REGS, CONSUMER_REGS),
-                          128 * (1 + consumers), smem, grid=grid,
+                          128 * (1 + consumers), smem, needs=NEEDS, grid=grid,
                           smem_layout=f"RingAndPanels<{tiles.bm}, {tiles.bn}, {tiles.bk}, {tiles.stages}, {consumers}>")
     return kern
 
@@ -193,7 +194,8 @@ RUNG = Rung(
     id="11", slug="persistent", title="TMA + wgmma, warp-specialized, persistent, clusters, TMA-store epilogue",
     idea=("one CTA per SM walks the tiles with its ring running on across them; CTA pairs share B by TMA multicast; "
           "C leaves via stmatrix and TMA stores"),
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
+    instantiations=lambda target: (kernel(),),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
            "consumers": CONSUMERS,

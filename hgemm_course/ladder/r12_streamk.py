@@ -14,7 +14,7 @@ from . import Rung
 from . import r11_persistent
 from .nvrtc_kernel import TemplateKernel, Tunable, cdiv
 from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
-from .r11_persistent import CLUSTER_M, SUPER, TILES, _map_c, resident_ctas, smem_bytes
+from .r11_persistent import CLUSTER_M, NEEDS, SUPER, TILES, _map_c, resident_ctas, smem_bytes
 
 SOURCE = "k12_streamk.cu"
 # Whole waves of tiles kept back from the data-parallel part and divided by K with the remainder: 0 divides
@@ -36,7 +36,8 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     def grid(M: int, N: int) -> tuple[int]:
         return (resident_ctas(kern, cluster_m),)
 
-    kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes, grid=grid,
+    kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes,
+                          needs=NEEDS, grid=grid,
                           smem_layout=rung11.smem_layout)
     return kern
 
@@ -106,7 +107,8 @@ RUNG = Rung(
     id="12", slug="streamk", title="rung 11 + stream-K: the last waves divided by K, partial tiles fixed up",
     idea=("the K-slices of the tiles past the whole waves are divided evenly among the persistent clusters; "
           "partial tiles meet in a global workspace, announced by per-CTA flags"),
-    backend="nvrtc", launch=launch, source=SOURCE, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
+    instantiations=lambda target: (kernel(),),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
            "consumers": CONSUMERS, "sk_waves": SK_WAVES,
