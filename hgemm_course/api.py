@@ -15,24 +15,26 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import NoGPUError, device
+from . import NoGPUError, device, target
 from .ladder import Rung, get, registry
 from .plan import plan
 
-# The rung gemm() runs when none is named: on Hopper the plan picks rung 11 or 12 per shape (plan.py);
-# elsewhere the Numba rung 02.
-_DEFAULT_ON_HOPPER = "11"
-_DEFAULT_ELSEWHERE = "02"
+# The rungs gemm() runs when none is named, the first this GPU runs: the plan (rung 11 or 12 per shape,
+# plan.py) where the GPU has wgmma; else the newest mma.sync rung it runs (07 with TMA, else 06); else the
+# Numba rung 02, which runs on any CUDA GPU and under the Numba CUDA simulator.
+_PLANNED = "11"
+_DEFAULTS = (_PLANNED, "07", "06", "02")
 
 
 def gemm(a, b, rung: str | int | None = None, *, out=None):
     """C = A @ B with one rung's kernel: fp16 row-major A (M, K) and B (K, N) in, fp16 C (M, N) out.
 
-    ``rung`` defaults to the fastest choice this machine has: on a Hopper GPU the plan for the shape
-    (:func:`hgemm_course.plan.plan`: rung 11, with 128x128 tiles where its 128x256 ones would leave
-    most of a wave empty and 128x64 ones where even those would, or rung 12 where whole tiles would leave a
-    wave part-empty; ``hgemm-course plan MxNxK`` says which and why), the Numba rung 02 on other GPUs and
-    under the Numba CUDA simulator. CuPy inputs stay on their GPU, and the kernel
+    ``rung`` defaults to the fastest choice this machine has: on a GPU with wgmma (H100/H200) the plan
+    for the shape (:func:`hgemm_course.plan.plan`: rung 11, with 128x128 tiles where its 128x256 ones would
+    leave most of a wave empty and 128x64 ones where even those would, or rung 12 where whole tiles would
+    leave a wave part-empty; ``hgemm-course plan MxNxK`` says which and why); on other GPUs from sm_80 the
+    newest mma.sync rung they run (07 where they have TMA, else 06, sized for their shared memory); the
+    Numba rung 02 on older GPUs and under the Numba CUDA simulator. CuPy inputs stay on their GPU, and the kernel
     runs on CuPy's current stream without waiting for it; NumPy inputs are copied over and C comes
     back as NumPy. ``out``, an fp16 (M, N) array of the same kind and device, receives C.
     Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
@@ -52,7 +54,7 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
         r.launch(a, b, c)
         return c
     _require_gpu_for(r.id)
-    launch = plan(M, N, K).launch if rung is None and r.id == _DEFAULT_ON_HOPPER else r.launch
+    launch = plan(M, N, K).launch if rung is None and r.id == _PLANNED else r.launch
     if not on_gpu:
         import cupy
 
@@ -122,9 +124,11 @@ def _rung(rung: str | int | None) -> Rung:
     """The rung by id, or this machine's default; cached, so a call costs one dictionary lookup."""
     if rung is not None:
         return get(rung)
-    info = None if device.cudasim_enabled() else device.probe_gpu()[0]
-    hopper = info is not None and info.compute_capability >= (9, 0)
-    return registry()[_DEFAULT_ON_HOPPER if hopper else _DEFAULT_ELSEWHERE]
+    here = target.runnable()
+    rungs = registry()
+    if here is None:
+        return rungs[_DEFAULTS[-1]]
+    return next(rungs[r] for r in _DEFAULTS if rungs[r].refusal(here) is None)
 
 
 @lru_cache(maxsize=None)
@@ -136,10 +140,7 @@ def _require_gpu_for(rung_id: str) -> None:
         hint = (" Or run it on the CPU: set NUMBA_ENABLE_CUDASIM=1 before Python starts "
                 "(`NUMBA_ENABLE_CUDASIM=1 python your_script.py`).") if r.cudasim else ""
         raise NoGPUError(f"Rung {r.id} ({r.slug}) needs {r.needs_gpu}; this machine has none: {reason}.{hint}")
-    if r.arch != "any" and info.compute_capability < _arch_capability(r.arch):
-        raise NoGPUError(f"Rung {r.id} ({r.slug}) needs {r.arch}; {info.name} is {info.arch}.")
-
-
-def _arch_capability(arch: str) -> tuple[int, int]:
-    digits = arch.removeprefix("sm_").rstrip("a")
-    return int(digits[:-1]), int(digits[-1])
+    here = target.runnable()
+    why = None if here is None else r.refusal(here)
+    if why is not None:
+        raise NoGPUError(f"{why[0].upper()}{why[1:]}. gemm(a, b) without a rung runs the fastest one this GPU has.")

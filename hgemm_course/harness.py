@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import device
+from . import NoGPUError, device, target
 from .ladder import Rung, get
 
 # fp16 output rounding alone gives a relative error near 2^-11 / sqrt(3) = 2.8e-4;
@@ -27,6 +27,24 @@ MAX_ERR_TOL = 4e-3   # max |C - ref| over max |ref|
 
 class VerificationError(AssertionError):
     """A rung computed the wrong thing. The message names the first wrong element."""
+
+
+class NotForThisGPU(NoGPUError):
+    """This machine's GPU (or the ``--as`` target) cannot run the rung; the message says why, in one line."""
+
+
+def refusal_here(rung: Rung) -> str | None:
+    """Why the GPU here (or the target run here with ``--as``) cannot run ``rung``, with what is shown
+    instead; None where it can, and where there is no GPU (the callers that need one say so themselves)."""
+    here = target.runnable()
+    why = None if here is None else rung.refusal(here)
+    return None if why is None else f"{why}; its recorded H200 figures are shown instead"
+
+
+def require_runs_here(rung: Rung) -> None:
+    """Raise :class:`NotForThisGPU` with :func:`refusal_here`'s line where the rung cannot run here."""
+    if (why := refusal_here(rung)) is not None:
+        raise NotForThisGPU(why)
 
 
 @dataclass
@@ -125,6 +143,7 @@ def verify(rung: Rung | str, M: int, N: int, K: int, *, seed: int | None = None)
         xp = np
     else:
         device.require_gpu(f"Verifying rung {rung.id}")
+        require_runs_here(rung)
         import cupy as xp
     a, b, seed = random_inputs(M, N, K, seed=seed, xp=xp)
     c = run_rung(rung, a, b)
@@ -416,20 +435,28 @@ MIN_REPEATS = 20                   # the fewest timed launches whose median benc
 
 
 def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,
-          failures: list | None = None) -> list[BenchRecord]:
+          failures: list | None = None, skipped: list | None = None) -> list[BenchRecord]:
     """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process,
     paired: the rung's launches alternate with cuBLAS's (:func:`time_paired`), and its % of cuBLAS is the
     ratio of the two medians.
 
     A rung that fails verification is never timed: :class:`VerificationError` is raised, or,
     when a ``failures`` list is given, its :class:`VerifyResult` is appended there and the
-    other rungs go on. Sizes past a rung's ``max_bench_size`` are skipped for that rung.
+    other rungs go on. Sizes past a rung's ``max_bench_size`` are skipped for that rung. A rung this GPU
+    cannot run raises :class:`NotForThisGPU` before anything runs or, when a ``skipped`` list is given, goes
+    there as (rung, the reason in one line) and the others run.
     """
     import cupy
     from tqdm.auto import tqdm
 
     gpu = device.require_gpu("Benchmarking")
     rungs = [get(r) if not isinstance(r, Rung) else r for r in rungs]
+    refused = [(r, why) for r in rungs if (why := refusal_here(r)) is not None]
+    if refused and skipped is None:
+        raise NotForThisGPU(refused[0][1])
+    if skipped is not None:
+        skipped.extend(refused)
+    rungs = [r for r in rungs if all(r is not other for other, _ in refused)]
     shapes = [(s, s, s) if isinstance(s, int) else tuple(s) for s in sizes]
     if repeats < MIN_REPEATS:
         raise ValueError(f"repeats={repeats}: a median needs at least {MIN_REPEATS} timed runs.")

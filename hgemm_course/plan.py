@@ -149,12 +149,13 @@ class Plan:
 def units_here() -> int:
     """Clusters of rung 12's kernel that run at once on this GPU (the driver's count), or the H200's 66 without
     a GPU (plans printed on a CPU machine are the H200's)."""
-    from . import device
-    from .sim.waves import UNITS
-
-    if device.cudasim_enabled() or device.probe_gpu()[0] is None:
-        return UNITS
     from .ladder import r11_persistent, r12_streamk
+    from .sim.waves import UNITS
+    from .target import runnable
+
+    here = runnable()
+    if here is None or here.missing(r12_streamk.NEEDS):
+        return UNITS
 
     kern = r12_streamk.kernel()
     return r11_persistent.resident_ctas(kern, r12_streamk.CLUSTER_M) // r12_streamk.CLUSTER_M
@@ -319,7 +320,8 @@ def planned_rung():
     """gemm()'s choice per shape as a rung of its own (id "plan"), so that ``hgemm-course bench plan`` verifies
     and times exactly what gemm() runs, beside cuBLAS like any rung."""
     from .ladder import Rung
+    from .ladder.r12_streamk import NEEDS
 
     return Rung(id="plan", slug="plan", title="gemm()'s plan: rung 11 or 12 per shape",
                 idea="the waves model picks rung 11 or rung 12 (and its split, and rung 11's clusters) per shape",
-                backend="nvrtc", launch=_launch_planned, multiple_n=8, multiple_k=8)
+                backend="nvrtc", launch=_launch_planned, needs=NEEDS, multiple_n=8, multiple_k=8)

@@ -35,6 +35,7 @@ def provenance(extra: dict | None = None) -> dict:
         "arch": gpu.arch if gpu else None,
         "sm_count": gpu.sm_count if gpu else None,
         "l2_bytes": gpu.l2_bytes if gpu else None,
+        "target": _target_of_run(),
         "driver": report.driver_version,
         "driver_release": device.driver_release(),
         "cuda_runtime": report.runtime_version,
@@ -44,6 +45,15 @@ def provenance(extra: dict | None = None) -> dict:
     }
     out.update(extra or {})
     return out
+
+
+def _target_of_run() -> dict:
+    """What the kernels were built for: the GPU's own architecture, or, under ``--as``, another target's
+    configurations built as PTX and JIT-compiled for this GPU."""
+    from . import target
+
+    t = target.current()
+    return {"arch": t.arch, "gpu": t.gpu, "run_from_ptx": t.run_from_ptx}
 
 
 def run_folder(out_dir: Path | None = None, *, record: bool = False, recorded: Path | None = None) -> Path:

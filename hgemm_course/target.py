@@ -26,9 +26,9 @@ MIB = 1024 * 1024
 
 # Each feature the rungs use: the lowest architecture that has it, and how a learner recognises it.
 FEATURES = {
-    "cp.async": ("sm_80", "cp.async (Ampere, sm_80, and later)"),
+    "cp.async": ("sm_80", "cp.async (sm_80 and later)"),
     "ldmatrix": ("sm_80", "ldmatrix (sm_80 and later)"),
-    "mma.sync": ("sm_80", "mma.sync m16n8k16 with fp32 accumulators (sm_80 and later)"),
+    "mma.sync": ("sm_80", "mma.sync m16n8k16 (sm_80 and later)"),
     "tma": ("sm_90", "TMA loads with mbarrier expect-tx (sm_90 and later: H100/H200, B200, RTX 50)"),
     "clusters": ("sm_90", "thread-block clusters with TMA multicast (sm_90 and later)"),
     "wgmma": ("sm_90a", "wgmma (sm_90a only: H100/H200)"),
@@ -103,12 +103,15 @@ class Target:
 
     def refusal(self, what: str, needs) -> str | None:
         """None if the target has every feature of ``needs``; else one line saying what ``what`` needs and
-        what this GPU is (``rung 09 needs wgmma (sm_90a only: H100/H200); this RTX 4090 is sm_89``)."""
+        what this GPU is (``rung 09 (wgmma) needs wgmma (sm_90a only: H100/H200); this RTX 4090 is sm_89``).
+        Of the features it lacks, the line names those of the newest architecture: the ones that decide."""
         lacking = self.missing(needs)
         if not lacking:
             return None
-        have = f"{self.describe()} is {self.arch}" if self.present else f"{self.arch} ({self.gpu}) has not"
-        return f"{what} needs {', '.join(FEATURES[n][1] for n in lacking)}; {have}"
+        newest = max((FEATURES[n][0] for n in lacking), key=ARCH_ORDER.index)
+        named = " and ".join(FEATURES[n][1] for n in lacking if FEATURES[n][0] == newest)
+        have = f"{self.describe()} is {self.arch}" if self.present else f"{self.arch} ({self.gpu}) does not have it"
+        return f"{what} needs {named}; {have}"
 
     def describe(self) -> str:
         """``this RTX 4090`` for a GPU present, ``the sm_89 target (RTX 4090, L4)`` for a named one."""
