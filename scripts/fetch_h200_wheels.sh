@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Download, on a machine with internet, the wheels scripts/h200.sh installs on the H200 (which has none):
 # numpy 2.4.x (numba-cuda 0.30 fails with the image's numpy 2.5), what nbval needs to run notebooks, and
-# hatchling and the NVRTC headers' and nvdisasm's wheels that the image lacks, to install the package into a
-# fresh venv there (scripts/h200.sh's venv step) and read SASS in the notebooks.
+# hatchling and the wheels of pyproject.toml's cu13 extra that the image lacks (the crt headers, nvdisasm), to
+# install the package into a fresh venv there (scripts/h200.sh's venv step) and read SASS in the notebooks.
 # Usage: bash scripts/fetch_h200_wheels.sh   (writes .whl/, which git ignores; carry it with the device tool)
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
