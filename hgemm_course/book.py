@@ -196,7 +196,7 @@ Each chapter page of this site is a notebook of `chapters/` as committed, with t
 with; nothing on this site runs. To run them, from a clone of the repository:
 
 ```bash
-pip install -e ".[dev]"
+pip install -e ".[cu13,dev]"
 jupyter lab chapters/
 ```
 

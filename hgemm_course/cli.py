@@ -15,7 +15,7 @@ SIM_SHAPE = (48, 40, 72)             # M, N, K: tails in every dimension, a few 
 VERIFY_SIZES = ((257, 136, 72), (1024, 1024, 1024))   # tails in M, N and K (multiples of 8: rungs 03-11), then square
 DEFAULT_BENCH_SIZES = tuple((n, n, n) for n in (1024, 2048, 4096, 8192))
 TUNE_SIZES = ((4096, 4096, 4096), (8192, 8192, 8192))
-NEXT_STEPS = ("Next: open chapter 00 with `jupyter lab chapters/` (jupyter comes with `pip install -e .[dev]`), "
+NEXT_STEPS = ("Next: open chapter 00 with `jupyter lab chapters/` (jupyter comes with the dev extra), "
               "then try an exercise: `hgemm-course check ex05_swizzle`.")
 
 
@@ -88,11 +88,26 @@ def _sizes_text(shapes) -> str:
 
 
 def cmd_doctor(args) -> int:
+    """The machine (without --arch), and for its GPU or the --arch target what runs there and how it is sized."""
+    from . import support, target
+
+    if args.arch:
+        t = target.named(args.arch)
+        rows = support.rung_rows(t)
+        if args.json:
+            _print_json({"target": t.as_dict(), "rungs": rows})
+        else:
+            print(support.format_rung_rows(t, rows))
+        return 0
     report = device.machine_report()
+    here = target.present()
+    rows = support.rung_rows(here) if here else None
     if args.json:
-        _print_json(report.as_dict())
-    else:
-        print(device.format_report(report))
+        _print_json({**report.as_dict(), **({"target": here.as_dict(), "rungs": rows} if here else {})})
+        return 0
+    print(device.format_report(report))
+    if here:
+        print("\n" + support.format_rung_rows(here, rows))
     return 0
 
 
@@ -111,28 +126,26 @@ def cmd_list(args) -> int:
     return 0
 
 
-def compile_report_rows() -> list[dict]:
-    """Compile every NVRTC rung for its target; one row per kernel with the resource report."""
-    from .build import CompileError
-    from .ladder import registry
+def compile_report_rows(t=None) -> list[dict]:
+    """Compile every NVRTC rung for the target ``t`` (default: the current one), each sized for it; one row per
+    kernel with the resource report, or per rung the target cannot run with the reason."""
+    from . import support, target
 
+    t = t or target.current()
     rows = []
-    for rung in registry().values():
-        if rung.backend != "nvrtc":
+    for r in support.rung_rows(t):
+        if r["backend"] != "nvrtc":
             continue
-        from .build import compile_cuda
-
-        try:
-            module = compile_cuda(rung.source, name_expressions=rung.name_expressions, arch=rung.arch)
-        except CompileError as exc:
-            rows.append({"rung": rung.id, "kernel": rung.source, "error": str(exc).splitlines()[0]})
-            continue
-        for expr in rung.name_expressions:
-            res = module.resources_of(expr)
-            rows.append({"rung": rung.id, "kernel": expr, "arch": rung.arch, "registers": res.registers,
-                         "smem_static": res.smem_static, "smem_dynamic": rung.extra.get("smem_bytes", 0),
-                         "spill_bytes": res.spills, "stack_frame": res.stack_frame})
+        if not r["runs"]:
+            rows.append({"rung": r["rung"], "kernel": registry_source(r["rung"]), "not_for_target": r["why"]})
+        rows += [{"rung": r["rung"], **k} for k in r["kernels"]]
     return rows
+
+
+def registry_source(rung_id: str) -> str:
+    from .ladder import get
+
+    return get(rung_id).source
 
 
 def format_compile_rows(rows) -> str:
@@ -140,6 +153,8 @@ def format_compile_rows(rows) -> str:
     for r in rows:
         if "error" in r:
             lines.append(f"{r['rung']:<5} {r['kernel']:<56} COMPILE ERROR: {r['error']}")
+        elif "not_for_target" in r:
+            lines.append(f"{r['rung']:<5} not for this target: {r['not_for_target']}")
         else:
             lines.append(f"{r['rung']:<5} {r['kernel'][:56]:<56} {r['registers']:>5} {r['smem_static']:>8} "
                          f"{r['smem_dynamic']:>9} {r['spill_bytes']:>7}")
@@ -147,10 +162,14 @@ def format_compile_rows(rows) -> str:
 
 
 def cmd_compile(args) -> int:
-    rows = compile_report_rows()
+    from . import target
+
+    t = target.named(args.arch) if args.arch else target.current()
+    rows = compile_report_rows(t)
     if args.json:
         _print_json(rows)
     else:
+        print(f"Every CUDA rung compiled for {t.describe()} ({t.arch}), each sized for its shared memory:")
         print(format_compile_rows(rows))
     return 1 if any("error" in r for r in rows) else 0
 
@@ -175,13 +194,28 @@ def cmd_verify(args) -> int:
     simulated = device.cudasim_enabled()           # then only rungs 01-02 run, on small sizes
     sizes = args.sizes or ([SIM_SHAPE] if simulated else VERIFY_SIZES)
     ids = args.rungs or [r.id for r in registry().values() if r.cudasim or not simulated]
-    failed = 0
-    for rung in _checked_rungs(ids, sizes):
+    from .harness import refusal_here
+    from .results import run_folder, write_run
+
+    folder = run_folder(args.out_dir, record=args.record) if (args.out_dir or args.record) else None
+    failed, results, rungs = 0, [], _checked_rungs(ids, sizes)
+    refused = [(rung, why) for rung in rungs if not simulated and (why := refusal_here(rung)) is not None]
+    for rung, why in refused:
+        print(f"skip: {why.split('; its recorded')[0]}", flush=True)
+    for rung in [r for r in rungs if all(r is not other for other, _ in refused)]:
         for M, N, K in sizes:
             result = verify(rung, M, N, K, seed=args.seed)
             print(result.summary() + ("" if result.passed else f" (repeat with --seed {result.seed})"), flush=True)
             failed += not result.passed
-    return 1 if failed else 0
+            results.append(result)
+    if folder is not None and results:
+        from dataclasses import asdict
+
+        rows = [{**asdict(r), "passed": r.passed} for r in results]
+        print(f"written to {write_run(rows, kind='verify', folder=folder)}")
+    if failed:
+        return 1
+    return 2 if refused and not results else 0
 
 
 def cmd_bench(args) -> int:
@@ -193,12 +227,14 @@ def cmd_bench(args) -> int:
     shapes = [shape for group in args.shapes or [] for shape in group]
     sizes = (args.sizes or []) + shapes or DEFAULT_BENCH_SIZES
     rungs = _checked_rungs(args.rungs or list(registry()), sizes)
-    failures = []
-    records = bench(rungs, sizes, repeats=args.repeats, progress=not args.json, failures=failures)
+    failures, skipped = [], []
+    records = bench(rungs, sizes, repeats=args.repeats, progress=not args.json, failures=failures, skipped=skipped)
+    for _, why in skipped:
+        print(f"skip: {why.split('; its recorded')[0]}", file=sys.stderr)
     for failed in failures:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})", file=sys.stderr)
     if not records:
-        return 1
+        return 2 if skipped and not failures else 1
     path = write_run(records, folder=folder)
     from .results import load_records
 
@@ -212,7 +248,14 @@ def cmd_bench(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from .plan import plan
+    from . import api, target
+    from .plan import plan, planned_rung
+
+    here = target.runnable()
+    if here is not None and (why := planned_rung().refusal(here)) is not None:
+        print(f"gemm() on {here.describe()} runs rung {api._rung(None).id} at every shape: the plan chooses between "
+              f"rungs 11 and 12, which need {why.split(' needs ', 1)[1]}.")
+        return 0
 
     plans = [plan(*shape, units=args.units) for group in args.shapes for shape in group]
     if args.json:
@@ -230,7 +273,11 @@ def cmd_tune(args) -> int:
     from . import tune
     from .results import run_folder, write_run
 
+    from .harness import require_runs_here
+
     args.rung = tune.get(args.rung).id          # "11", 11 and "11_persistent" alike
+    if not args.dry_run:
+        require_runs_here(tune.get(args.rung))
     configs = tune.sweep(args.rung, tiles=args.tiles, stages=args.stages, supers=args.supers, clusters=args.clusters,
                          consumers=args.consumers)
     runnable, skipped = tune.plan(args.rung, configs)
@@ -526,9 +573,12 @@ def _tour_with_gpu(args, folder: Path) -> int:
     from .ladder import registry
     from .results import write_run
 
-    print("\n== Verify and time every rung against cuBLAS ==")
-    failures = []
-    records = bench(list(registry()), args.sizes or DEFAULT_BENCH_SIZES, repeats=30, failures=failures)
+    print("\n== Verify and time every rung this GPU runs against cuBLAS ==")
+    failures, skipped = [], []
+    records = bench(list(registry()), args.sizes or DEFAULT_BENCH_SIZES, repeats=30, failures=failures,
+                    skipped=skipped)
+    for _, why in skipped:
+        print(f"skip: {why}")
     for failed in failures:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})")
     if not records:
@@ -605,7 +655,10 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
         """A subcommand whose one line shows in `hgemm-course --help` and atop its own --help."""
         return sub.add_parser(name, help=text, description=text, **kwargs)
 
-    s = command("doctor", "what GPU, toolchain and packages this machine has")
+    s = command("doctor", "what GPU, toolchain and packages this machine has, and which rungs run on its GPU "
+                          "(or on the --arch target) sized how")
+    s.add_argument("--arch", metavar="ARCH", help="a target to report on instead of this machine: sm_75, sm_80, sm_86, "
+                                                  "sm_89, sm_90a, sm_100 or sm_120 (default: this machine's GPU)")
     s.add_argument("--json", action="store_true", help="print the report as JSON (default: off, text)")
     s.set_defaults(fn=cmd_doctor)
 
@@ -620,7 +673,9 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     _add_output_arguments(s)
     s.set_defaults(fn=cmd_tour)
 
-    s = command("compile", "compile every CUDA rung for sm_90a and print the resource report")
+    s = command("compile", "compile every CUDA rung for a target, sized for it, and print the resource report")
+    s.add_argument("--arch", metavar="ARCH", help="the target: sm_80, sm_86, sm_89, sm_90a, sm_100, sm_120, ... "
+                                                  "(default: this machine's GPU, or the H200's sm_90a without one)")
     s.add_argument("--json", action="store_true", help="print the rows as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_compile)
 
@@ -632,6 +687,10 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
                         f"{_sizes_text([SIM_SHAPE])} under NUMBA_ENABLE_CUDASIM=1)")
     s.add_argument("--seed", type=_at_least(0),
                    help="seed of the random inputs, to repeat a failure (default: a fresh one, printed on failure)")
+    s.add_argument("--as", dest="as_arch", metavar="ARCH",
+                   help="run another target's code on this GPU: each rung sized for ARCH (e.g. sm_89) and built as "
+                        "PTX for the oldest architecture it needs, JIT-compiled by the driver (default: this GPU's own)")
+    _add_output_arguments(s)
     s.set_defaults(fn=cmd_verify)
 
     s = command("bench", "verify, then time rungs against cuBLAS (needs a GPU)")
@@ -645,6 +704,9 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     s.add_argument("--repeats", type=_at_least(MIN_REPEATS), default=30,
                    help=f"timed launches, each paired with a cuBLAS launch, per rung and size, of which the median counts (default: 30, at least {MIN_REPEATS})")
     _add_output_arguments(s)
+    s.add_argument("--as", dest="as_arch", metavar="ARCH",
+                   help="run another target's code on this GPU: each rung sized for ARCH (e.g. sm_89) and built as "
+                        "PTX for the oldest architecture it needs, JIT-compiled by the driver (default: this GPU's own)")
     s.add_argument("--json", action="store_true", help="print the records as JSON (default: off, a table)")
     s.set_defaults(fn=cmd_bench)
 
@@ -760,6 +822,11 @@ def main(argv=None) -> int:
     args = build_parser(figures).parse_args(argv)
     warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"   # one line each
     try:
+        if getattr(args, "as_arch", None):
+            from . import target
+
+            with target.use(target.named(args.as_arch).run_here()):
+                return args.fn(args)
         return args.fn(args)
     except (ValueError, TypeError, RuntimeError) as exc:     # the package's refusals, each naming its fix
         if os.environ.get("HGEMM_COURSE_TRACEBACK"):          # for a developer chasing a bug behind a refusal

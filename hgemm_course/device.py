@@ -46,6 +46,7 @@ class MachineReport:
     python: str
     cudasim: bool
     warnings: list[str] = field(default_factory=list)
+    wheels_cuda: int | None = None      # the CUDA major the installed wheels are built for
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -182,7 +183,8 @@ def known_bad_combinations(packages: dict[str, str | None]) -> list[str]:
 def machine_report() -> MachineReport:
     gpu, reason, driver = probe_gpu()
     packages = {name: _package_version(name) for name in (
-        "numpy", "numba", "numba-cuda", "cupy-cuda13x", "cuda-bindings", "nvidia-cuda-nvrtc", "matplotlib")}
+        "numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "cuda-bindings", "nvidia-cuda-nvrtc",
+        "nvidia-cuda-nvrtc-cu12", "matplotlib")}
     report = MachineReport(
         gpu=gpu, no_gpu_reason=reason, driver_version=driver, runtime_version=_runtime_version(),
         nvrtc_version=_nvrtc_version(), packages=packages,
@@ -191,11 +193,18 @@ def machine_report() -> MachineReport:
     report.warnings = known_bad_combinations(packages)
     if report.nvrtc_version is None:
         report.warnings.append("NVRTC is missing: kernels cannot compile. Fix: `pip install nvidia-cuda-nvrtc`.")
-    if gpu is not None and gpu.compute_capability < (9, 0):
+    from .toolchain import advice, cupy_package, driver_cuda, installed_versions, wheels_cuda_major
+
+    wheels = installed_versions()
+    report.wheels_cuda = wheels_cuda_major(wheels) if cupy_package(wheels) else None
+    supports = driver_cuda(driver)
+    if (fix := advice(supports, report.wheels_cuda)) is not None:
+        report.warnings.append(fix[0].upper() + fix[1:] + ("" if fix.endswith(".") else "."))
+    elif supports and report.nvrtc_version and tuple(map(int, report.nvrtc_version.split("."))) > supports:
         report.warnings.append(
-            f"{gpu.name} is sm_{gpu.compute_capability[0]}{gpu.compute_capability[1]}: rungs 07-11 need Hopper "
-            "(sm_90a: TMA, mbarrier transactions, wgmma); rungs 01-06 still run."
-        )
+            f"NVRTC {report.nvrtc_version} is newer than the CUDA {driver} this driver supports: cubins load, but PTX "
+            f"from this NVRTC (`--as`, or a GPU newer than NVRTC knows) will not JIT-compile. Fix: update the driver, "
+            f"or install an NVRTC of CUDA {driver}.")
     return report
 
 
@@ -214,7 +223,8 @@ def format_report(report: MachineReport) -> str:
     else:
         lines.append(f"GPU              none: {report.no_gpu_reason}")
     lines += [
-        f"driver           {report.driver_version or '-'}",
+        f"driver           {report.driver_version and f'supports CUDA {report.driver_version}' or '-'}",
+        f"CUDA wheels      {f'CUDA {report.wheels_cuda}' if report.wheels_cuda else 'none installed'}",
         f"CUDA runtime     {report.runtime_version or '-'}",
         f"NVRTC            {report.nvrtc_version or '-'}",
         f"python           {report.python}",
@@ -222,12 +232,10 @@ def format_report(report: MachineReport) -> str:
     lines += [f"{name:<16} {version or 'not installed'}" for name, version in report.packages.items()]
     lines.append(f"Numba CUDA sim.  {'on (NUMBA_ENABLE_CUDASIM=1)' if report.cudasim else 'off'}")
     lines.append("")
-    if report.gpu:
-        lines.append("Runs here: every rung your GPU's architecture supports, verified and timed against cuBLAS.")
-    else:
+    if not report.gpu:
         lines += [
             "Runs here without a GPU: the simulators (swizzle, banks, CTA order, L2, occupancy, fragments),",
-            "compiling every kernel for sm_90a with its resource report, rungs 01-02 under the Numba CUDA",
+            "compiling every kernel for any target (`hgemm-course doctor --arch sm_89`), rungs 01-02 under the Numba CUDA",
             "simulator on tiny sizes (`NUMBA_ENABLE_CUDASIM=1 hgemm-course verify 01 02`), the exercise",
             "checkers, and the recorded H200 results.",
             "Needs a GPU: verifying and timing kernels, cuBLAS comparisons, the GPU tests (pytest -m gpu).",

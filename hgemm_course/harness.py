@@ -463,9 +463,11 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     jobs = [(shape, rung) for shape in shapes for rung in rungs
             if rung.max_bench_size is None or max(shape) <= rung.max_bench_size]
     records = []
+    if not jobs:
+        return records
     bar = tqdm(total=len(jobs), desc="bench", disable=not progress, unit="run")
     clock = sm_clock_reader()
-    for M, N, K in shapes:
+    for M, N, K in [shape for shape in shapes if any(job == shape for job, _ in jobs)]:
         sets = input_sets(M, N, K, gpu.l2_bytes)
         n_sets = len(sets)
         settle(cublas, sets)

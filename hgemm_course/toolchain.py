@@ -5,7 +5,7 @@ NVRTC and headers) needs a driver of CUDA 13 (580 or newer); ``cu12`` (cupy-cuda
 NVRTC and headers) runs on any CUDA 12 driver (525 or newer). A driver runs code of its own CUDA major and older,
 so the wheels fit when the driver's major is at least theirs. The functions here are pure where they can be:
 :func:`wheels_cuda_major` and :func:`cupy_package` take the package versions to judge (read from importlib.metadata
-when left out), :func:`advice` takes what the other two found, and :func:`current_advice` asks this machine.
+when left out), :func:`advice` takes what the other two found,; ``hgemm-course doctor`` asks this machine.
 """
 from __future__ import annotations
 
@@ -111,13 +111,3 @@ def advice(driver: tuple[int, int] | None, wheels_major: int | None) -> str | No
     if driver[0] in EXTRAS:
         return f"{mismatch}: {_install(driver[0])} in a fresh venv (or {update})"
     return f"{mismatch}: {update}"
-
-
-def current_advice() -> str | None:
-    """:func:`advice` for this machine: its driver (through the CUDA driver API) and its installed wheels."""
-    from .device import probe_gpu
-
-    packages = installed_versions()
-    if cupy_package(packages) is None:
-        return advice(driver_cuda(probe_gpu()[2]), None)
-    return advice(driver_cuda(probe_gpu()[2]), wheels_cuda_major(packages))

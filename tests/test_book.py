@@ -156,7 +156,7 @@ def test_the_problem_of_a_kernel_exercise_is_its_leading_comment():
 
 def test_the_landing_page_quotes_readme_and_lists_every_chapter():
     page = book.landing_page(ROOT, book.chapters(ROOT))
-    assert 'pip install -e ".[dev]" && hgemm-course tour' in page and "pytest --nbval-lax tests chapters" in page
+    assert 'pip install -e ".[cu13,dev]" && hgemm-course tour' in page and "pytest --nbval-lax tests chapters" in page
     assert "jupyter lab chapters/" in page and "ladder_h200.png" in page
     toctree = page[page.index("```{toctree}"):]
     assert [line for line in toctree.splitlines() if re.fullmatch(r"\d\d_\w+", line)] == [

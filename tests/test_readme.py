@@ -13,14 +13,14 @@ def _bash_blocks(text):
 
 def test_readme_has_exactly_the_two_setup_commands():
     blocks = [b.strip() for b in _bash_blocks(README)]
-    assert blocks == ['pip install -e ".[dev]" && hgemm-course tour', "pytest --nbval-lax tests chapters"]
+    assert blocks == ['pip install -e ".[cu13,dev]" && hgemm-course tour', "pytest --nbval-lax tests chapters"]
 
 
 def test_ci_runs_the_readme_test_command():
     test_command = _bash_blocks(README)[1].strip()
     ci = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
     assert test_command in ci
-    assert 'python3 -m pip install -e ".[dev]"' in ci
+    assert 'python3 -m pip install -e ".[cu13,dev]"' in ci
 
 
 def test_ladder_table_matches_the_recorded_results():

@@ -15,11 +15,11 @@ from hgemm_course.check.generate import without_markers
 from hgemm_course.ladder import get, r10_warp_specialized, r11_persistent, registry
 from hgemm_course.ladder.nvrtc_kernel import cdiv
 from hgemm_course.target import RECORDED
-
-SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
 from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 from hgemm_course.sim.raster import cta_order
+
+SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
 
 VARIANTS = [r11_persistent.TILES, WarpSpecializedTiles(256, 128, 64, 3), WarpSpecializedTiles(128, 128, 64, 4)]
 CASES = [(t, c) for t in VARIANTS for c in (1, 2)]

@@ -67,15 +67,18 @@ def test_every_advice_is_one_sentence():
             assert text is None or (text.count("\n") == 0 and not text.endswith("."))
 
 
-def test_current_advice_reads_this_machine(monkeypatch):
+def test_doctor_names_the_fix_for_this_machines_driver(monkeypatch):
     import hgemm_course.device as device
 
     monkeypatch.setattr(device, "probe_gpu", lambda: (None, "no GPU", "12.4"))
     monkeypatch.setattr(toolchain, "installed_versions", lambda names=toolchain.WHEELS: dict(CU13))
     monkeypatch.setattr(toolchain, "nvrtc_version", lambda: (13, 5))
-    assert "`pip install -e \".[cu12,dev]\"`" in toolchain.current_advice()
+    report = device.machine_report()
+    assert report.wheels_cuda == 13
+    assert any("`pip install -e \".[cu12,dev]\"`" in w for w in report.warnings)
+    assert "CUDA wheels      CUDA 13" in device.format_report(report)
     monkeypatch.setattr(toolchain, "installed_versions", lambda names=toolchain.WHEELS: dict(DEV_ONLY))
-    assert "CuPy is missing" in toolchain.current_advice()
+    assert any("CuPy is missing" in w for w in device.machine_report().warnings)
 
 
 def test_this_machine_reads_without_error():

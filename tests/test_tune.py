@@ -21,12 +21,12 @@ from hgemm_course.device import has_gpu
 from hgemm_course.ladder import r10_warp_specialized, r11_persistent, registry
 from hgemm_course.ladder.nvrtc_kernel import MmaTiles
 from hgemm_course.target import RECORDED
-
-SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
 from hgemm_course.ladder.r09_wgmma import WgmmaTiles
 from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
 from hgemm_course.results import load_runs
 from hgemm_course.tune import TuneConfig
+
+SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
 
 BUDGET = 232448                     # 227 KiB: the opt-in shared memory of one CTA on sm_90
 TENSOR_CORE_RUNGS = [r.id for r in registry().values() if r.backend == "nvrtc"]
