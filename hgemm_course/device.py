@@ -182,9 +182,11 @@ def known_bad_combinations(packages: dict[str, str | None]) -> list[str]:
 
 def machine_report() -> MachineReport:
     gpu, reason, driver = probe_gpu()
+    # the CUDA set installed: cu12's wheels where its CuPy is, else cu13's (pyproject.toml's two extras)
+    cuda_set = (("cupy-cuda12x", "nvidia-cuda-nvrtc-cu12") if _package_version("cupy-cuda12x")
+                else ("cupy-cuda13x", "nvidia-cuda-nvrtc"))
     packages = {name: _package_version(name) for name in (
-        "numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "cuda-bindings", "nvidia-cuda-nvrtc",
-        "nvidia-cuda-nvrtc-cu12", "matplotlib")}
+        "numpy", "numba", "numba-cuda", cuda_set[0], "cuda-bindings", cuda_set[1], "matplotlib")}
     report = MachineReport(
         gpu=gpu, no_gpu_reason=reason, driver_version=driver, runtime_version=_runtime_version(),
         nvrtc_version=_nvrtc_version(), packages=packages,

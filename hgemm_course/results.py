@@ -53,7 +53,7 @@ def _target_of_run() -> dict:
     from . import target
 
     t = target.current()
-    return {"arch": t.arch, "gpu": t.gpu, "run_from_ptx": t.run_from_ptx}
+    return {"arch": t.arch, "gpu": t.gpu, "run_from_ptx": t.run_from_ptx, "run_on": t.host.gpu if t.host else None}
 
 
 def run_folder(out_dir: Path | None = None, *, record: bool = False, recorded: Path | None = None) -> Path:

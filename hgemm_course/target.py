@@ -88,6 +88,7 @@ class Target:
     l2_bytes: int
     present: bool = False       # the GPU of this machine (False: a named architecture)
     run_from_ptx: bool = False  # built as PTX for each rung's lowest architecture, JIT-compiled for the GPU present
+    host: "Target | None" = None  # with run_from_ptx: the GPU present, which runs this target's code
 
     @property
     def capability(self) -> tuple[int, int]:
@@ -107,6 +108,8 @@ class Target:
         Of the features it lacks, the line names those of the newest architecture: the ones that decide."""
         lacking = self.missing(needs)
         if not lacking:
+            if self.host is not None and (why := self.host.refusal(what, needs)) is not None:
+                return f"{why}, so it cannot run {self.arch}'s code for it"
             return None
         newest = max((FEATURES[n][0] for n in lacking), key=ARCH_ORDER.index)
         named = " and ".join(FEATURES[n][1] for n in lacking if FEATURES[n][0] == newest)
@@ -124,21 +127,20 @@ class Target:
 
     def run_here(self) -> "Target":
         """This named target's code run on the GPU present: each rung sized for this target's limits and
-        built as PTX for its lowest architecture, which the driver JIT-compiles (``verify --as sm_89``)."""
+        built as PTX for its lowest architecture, which the driver JIT-compiles (``verify --as sm_89``). A rung
+        runs so only where both this target and the GPU present have its features (:meth:`refusal`)."""
         here = present()
         if here is None:
             raise RuntimeError(f"--as {self.arch} runs {self.arch}'s code on this machine's GPU, and there is none: "
                                f"{device.probe_gpu()[1]}. Use `--arch {self.arch}` to compile for it without a GPU.")
-        if here.capability < self.capability and not self.arch.endswith("a"):
-            raise RuntimeError(f"--as {self.arch}: {here.describe()} is {here.arch}, older than {self.arch}, "
-                               "so it cannot run that target's code.")
-        return replace(self, run_from_ptx=True, gpu=f"{self.gpu}, run on {here.gpu}")
+        return replace(self, run_from_ptx=True, host=here)
 
     def as_dict(self) -> dict:
         return {"arch": self.arch, "gpu": self.gpu, "smem_per_block": self.smem_per_block,
                 "smem_per_sm": self.smem_per_sm, "regs_per_sm": self.regs_per_sm,
                 "threads_per_sm": self.threads_per_sm, "sm_count": self.sm_count, "l2_bytes": self.l2_bytes,
-                "features": sorted(self.features), "present": self.present, "run_from_ptx": self.run_from_ptx}
+                "features": sorted(self.features), "present": self.present, "run_from_ptx": self.run_from_ptx,
+                "run_on": self.host.gpu if self.host else None}
 
 
 # Named architectures. Shared memory, registers and threads per SM are the architecture's, from the CUDA
