@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import device
+from . import device, target
 from .build import CompiledModule, compile_cuda
 from .sim.issue import FEEDS, compare_with_measured
 
 SOURCE = "ceilings.cu"
 
-# Datasheet figures, not measured: NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column
+# Datasheet figures, not measured, shown only beside an H200's measurements: NVIDIA H200 Tensor Core GPU
+# datasheet, H200 SXM column
 # ("FP16 Tensor Core 1,979 TFLOPS" is with sparsity: dense is half; FP32 67 TFLOPS; HBM3e 4.8 TB/s).
 DATASHEET_FP16_TFLOPS = 989.4
 DATASHEET_FP32_TFLOPS = 67.0
@@ -27,7 +28,7 @@ DATASHEET_BANDWIDTH_GBS = 4800.0
 DATASHEET_SOURCE = "NVIDIA H200 datasheet (SXM): dense fp16 tensor, FP32, HBM3e bandwidth"
 
 FMA_THREADS = 1024
-FMA_CTAS_PER_SM = 2                  # 2048 threads: the most an sm_90 SM holds
+FMA_CTAS_PER_SM = 2                  # 2048 threads: the most an H200's SM holds (others: fma_ctas_per_sm)
 FMA_CHAINS = 8                       # independent FMAs per thread and iteration
 FMA_A, FMA_B = 0.999, 0.001          # x -> a x + b stays finite for any number of iterations
 FMA_PROBE_ITERATIONS = 4096          # about 0.3 ms on an H200: long enough to scale from
@@ -65,12 +66,29 @@ class BoundConfig:
 
 
 BOUND_CONFIGS = tuple(BoundConfig(w, m, n, feed) for w, m, n in BOUND_SHAPES for feed in FEEDS)
-FMA_NAME = f"fma_peak<{FMA_THREADS}, {FMA_CTAS_PER_SM}, {FMA_CHAINS}>"
+NEEDS = ("ldmatrix", "mma.sync")      # the mma.sync bounds; the FMA kernel runs anywhere
 
 
-def compile_ceilings(arch: str = "sm_90a") -> CompiledModule:
-    """kernels/ceilings.cu with the FMA kernel and every mma.sync bound configuration instantiated."""
-    return compile_cuda(SOURCE, name_expressions=(FMA_NAME, *(c.name_expression for c in BOUND_CONFIGS)), arch=arch)
+def fma_ctas_per_sm(t: target.Target) -> int:
+    """CTAs of FMA_THREADS that fill one SM of ``t`` with threads."""
+    return max(1, t.threads_per_sm // FMA_THREADS)
+
+
+def fma_name(ctas_per_sm: int = FMA_CTAS_PER_SM) -> str:
+    return f"fma_peak<{FMA_THREADS}, {ctas_per_sm}, {FMA_CHAINS}>"
+
+
+FMA_NAME = fma_name()
+
+
+def compile_ceilings(t: target.Target | None = None) -> CompiledModule:
+    """kernels/ceilings.cu for the target ``t`` (default: the current one) with the FMA kernel and every
+    mma.sync bound configuration instantiated."""
+    t = t or target.current()
+    if (why := t.refusal("the ceiling chain's mma.sync bounds", NEEDS)) is not None:
+        raise ValueError(why)
+    names = (fma_name(fma_ctas_per_sm(t)), *(c.name_expression for c in BOUND_CONFIGS))
+    return compile_cuda(SOURCE, name_expressions=names, arch=t.build_arch(NEEDS))
 
 
 def _timed_at_length(launch, count: int, *, target_ms: float, repeats: int) -> tuple[int, float]:
@@ -83,12 +101,13 @@ def _timed_at_length(launch, count: int, *, target_ms: float, repeats: int) -> t
     return count, statistics.median(time_launches(launch, [(count,)], warmup=2, repeats=repeats))
 
 
-def measure_fp32(module: CompiledModule, sm_count: int, *, target_ms: float = 10.0, repeats: int = 20) -> dict:
+def measure_fp32(module: CompiledModule, sm_count: int, *, ctas_per_sm: int = FMA_CTAS_PER_SM, target_ms: float = 10.0,
+                 repeats: int = 20) -> dict:
     """FP32 CUDA-core TFLOP/s: every SM full of threads, each running independent FMA chains."""
     import cupy
 
-    fn = module.function(FMA_NAME)
-    blocks = sm_count * FMA_CTAS_PER_SM
+    fn = module.function(fma_name(ctas_per_sm))
+    blocks = sm_count * ctas_per_sm
     out = cupy.empty(blocks * FMA_THREADS, dtype=cupy.float32)
 
     def launch(iterations):
@@ -129,6 +148,8 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
     from .harness import random_inputs, tflops, time_launches
 
     gpu = device.require_gpu("Measuring the ceilings")
+    here = target.current()
+    module = compile_ceilings(here)              # refuses a GPU without mma.sync before anything runs
     bar = tqdm(total=3 + len(BOUND_CONFIGS), desc="ceilings", unit="roof", disable=not progress)
     bar.set_postfix_str("copy bandwidth")
     src = cupy.random.random(copy_bytes // 4, dtype=cupy.float32)
@@ -144,10 +165,8 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
                                               warmup=5, repeats=repeats))
     del a, b, c
     bar.update()
-    bar.set_postfix_str(f"compiling {SOURCE}")
-    module = compile_ceilings(gpu.arch)
     bar.set_postfix_str("FP32 FMA")
-    fp32 = measure_fp32(module, gpu.sm_count, target_ms=target_ms, repeats=repeats)
+    fp32 = measure_fp32(module, gpu.sm_count, ctas_per_sm=fma_ctas_per_sm(here), target_ms=target_ms, repeats=repeats)
     bar.update()
     bounds = []
     for config in BOUND_CONFIGS:
@@ -156,12 +175,15 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
         bar.update()
     bar.close()
     peak = max((r for r in bounds if r["feed"] == "registers"), key=lambda r: r["tflops"])
+    datasheet = "H200" in gpu.name              # the figures below are the H200's; another GPU's are not quoted
     return {**fp32, "mma_sync_bound": bounds, "mma_sync_tflops": peak["tflops"],
             "mma_sync_peak": {"warps_per_sm": peak["warps_per_sm"], "warp_tile": peak["warp_tile"]},
             "gemm_size": gemm_size, "cublas_ms": gemm_ms,
             "cublas_tflops": tflops(gemm_size, gemm_size, gemm_size, gemm_ms),
-            "datasheet_fp16_tflops": DATASHEET_FP16_TFLOPS, "datasheet_fp32_tflops": DATASHEET_FP32_TFLOPS,
-            "datasheet_bandwidth_gbs": DATASHEET_BANDWIDTH_GBS, "datasheet_source": DATASHEET_SOURCE,
+            "datasheet_fp16_tflops": DATASHEET_FP16_TFLOPS if datasheet else None,
+            "datasheet_fp32_tflops": DATASHEET_FP32_TFLOPS if datasheet else None,
+            "datasheet_bandwidth_gbs": DATASHEET_BANDWIDTH_GBS if datasheet else None,
+            "datasheet_source": DATASHEET_SOURCE if datasheet else None,
             "copy_bytes": copy_bytes, "copy_ms": copy_ms, "bandwidth_gbs": 2 * copy_bytes / copy_ms / 1e6,
             "repeats": repeats}
 

@@ -329,8 +329,13 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_limits(args) -> int:
+    from .harness import require_runs_here
+    from .ladder import get
     from .limits import format_limits, run_all
     from .results import run_folder
+
+    device.require_gpu("Chapter 08's experiments")
+    require_runs_here(get("07"))                 # they time rung 07's variants
 
     path, data = run_all(n=args.size, folder=run_folder(args.out_dir, record=args.record))
     print(format_limits(data))
@@ -412,6 +417,10 @@ def cmd_profile(args) -> int:
     except RuntimeError as exc:
         raise RuntimeError(f"{exc} Profile on a GPU machine (the H200); `hgemm-course profiles` shows the recorded "
                            "profiles.") from None
+    if rung.id != "cublas":
+        from .harness import require_runs_here
+
+        require_runs_here(rung)
     ncu_path = profile.require_ncu()
     print(f"profiling rung {rung.id} at {M}x{N}x{K} ({profile.variant_label(overrides)}) with ncu "
           "(a few seconds per replay pass)...", flush=True)

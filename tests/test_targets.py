@@ -282,3 +282,21 @@ def test_as_runs_a_rung_only_where_the_gpu_here_has_its_features(fake_gpu, capsy
     out = capsys.readouterr().out
     assert out.startswith("skip: rung 07 (tma) needs TMA") and "this NVIDIA A100-SXM4-40GB is sm_80, so it cannot run "\
         "sm_120's code for it" in out
+
+
+def test_the_ceilings_fill_each_targets_sm_and_refuse_one_without_mma_sync():
+    from hgemm_course import ceilings
+
+    assert ceilings.fma_ctas_per_sm(named("sm_89")) == 1 and ceilings.fma_ctas_per_sm(RECORDED) == 2
+    module = ceilings.compile_ceilings(named("sm_89"))
+    assert module.arch == "sm_89" and module.resources_of(ceilings.fma_name(1)).spills == 0
+    with pytest.raises(ValueError, match="the ceiling chain's mma.sync bounds needs ldmatrix .* and mma.sync"):
+        ceilings.compile_ceilings(named("sm_75"))
+
+
+@pytest.mark.parametrize("fake_gpu", ["RTX 4090", "T4"], indirect=True)
+def test_profile_and_limits_refuse_what_this_gpu_cannot_run(fake_gpu, capsys, tmp_path):
+    assert main(["profile", "09", "--size", "1024", "--out-dir", str(tmp_path)]) == 2
+    assert "rung 09 (wgmma) needs wgmma" in capsys.readouterr().err
+    assert main(["limits", "--out-dir", str(tmp_path)]) == 2
+    assert "rung 07 (tma) needs TMA" in capsys.readouterr().err
