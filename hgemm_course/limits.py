@@ -100,7 +100,7 @@ def occupancy_cliff(*, carveout: int | None = None) -> dict:
     reserve = {}
     for k in sorted({r["hardware"] for r in rows if r["hardware"] > 0}):
         fits = [r["smem_bytes"] for r in rows if r["hardware"] >= k]
-        reserve[k] = 233472 // k - max(fits)     # an upper bound: the largest tested request that fits k
+        reserve[k] = current().smem_per_sm // k - max(fits)     # an upper bound: the largest tested request that fits k
     return {"threads": SMEM_ONLY_THREADS, "registers": regs, "carveout": carveout, "rows": rows,
             "agree": all(r["hardware"] == r["model"] for r in rows), "reserve_bound_bytes": reserve}
 

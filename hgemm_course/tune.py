@@ -4,8 +4,8 @@ A rung module declares what can be tuned on it as ``TUNABLE`` (a :class:`~hgemm_
 the tile shapes and ring stages of its default sweep and, where its kernel takes them, super tiles, cluster
 sizes and consumer warpgroups. A sweep is the product of those axes (or of the values given instead). Each
 configuration becomes keyword arguments of the rung's own ``kernel()`` and ``launch()``, and whatever
-``kernel()`` refuses (warp tiles that do not split the tile, more shared memory than the 227 KiB a CTA may
-have on sm_90, a super tile that does not hold whole clusters) is skipped with the rung's own sentence,
+``kernel()`` refuses (warp tiles that do not split the tile, more shared memory than a CTA may have on the
+target, a super tile that does not hold whole clusters) is skipped with the rung's own sentence,
 before anything is compiled. The rest are verified (random inputs, NaN-poisoned C, FP32 reference; odd
 shapes that exercise the M, N and K tails, then each timed size) and timed against cuBLAS in the same
 process by :func:`hgemm_course.harness.bench`. Every configuration's median lands in one JSON file under

@@ -300,3 +300,12 @@ def test_profile_and_limits_refuse_what_this_gpu_cannot_run(fake_gpu, capsys, tm
     assert "rung 09 (wgmma) needs wgmma" in capsys.readouterr().err
     assert main(["limits", "--out-dir", str(tmp_path)]) == 2
     assert "rung 07 (tma) needs TMA" in capsys.readouterr().err
+
+
+def test_the_occupancy_model_takes_a_targets_limits():
+    """A CTA of 98304 bytes of shared memory: two fit the H200's 228 KiB per SM, one sm_89's 100 KiB."""
+    from hgemm_course.sim.occupancy import H200, hardware_of, occupancy_report
+
+    assert hardware_of(RECORDED) == H200
+    assert occupancy_report(256, 128, 98304)["limits"]["shared_memory"] == 2
+    assert occupancy_report(256, 128, 98304, **hardware_of(named("sm_89")))["limits"]["shared_memory"] == 1

@@ -16,8 +16,10 @@ The rules (``cuda_occupancy.h``, compute capability 9.0, default shared-memory c
 """
 from __future__ import annotations
 
+from ..target import RECORDED, Target
+
 H200 = {
-    "max_threads_per_sm": 2048,
+    "max_threads_per_sm": RECORDED.threads_per_sm,
     "max_threads_per_cta": 1024,
     "max_ctas_per_sm": 32,
     "warp_size": 32,
@@ -26,11 +28,18 @@ H200 = {
     "reg_sub_partitions": 4,
     "reg_alloc_unit": 256,
     "max_regs_per_thread": 255,
-    "smem_per_sm": 233472,
-    "max_smem_per_cta": 232448,
+    "smem_per_sm": RECORDED.smem_per_sm,
+    "max_smem_per_cta": RECORDED.smem_per_block,
     "smem_reserved_per_cta": 1024,
     "smem_alloc_unit": 128,
 }
+
+
+def hardware_of(t: Target) -> dict:
+    """:data:`H200`'s rules with a target's own threads, registers and shared memory per SM and per CTA (the
+    calculator's other rules are the same from sm_80 to sm_120), as keyword overrides for the functions here."""
+    return {**H200, "max_threads_per_sm": t.threads_per_sm, "regs_per_sm": t.regs_per_sm,
+            "smem_per_sm": t.smem_per_sm, "max_smem_per_cta": t.smem_per_block}
 
 
 def _round_up(x, unit):
