@@ -545,8 +545,11 @@ def cmd_tour(args) -> int:
     report = device.machine_report()
     folder = run_folder(args.out_dir, record=args.record) if report.gpu else None  # checked before the run, not after it
     print(device.format_report(report))
-    print("\n== Every CUDA kernel compiled for its target (NVRTC, no GPU needed) ==")
-    rows = compile_report_rows()
+    from . import target
+
+    t = target.current()
+    print(f"\n== Every CUDA kernel compiled for {t.describe()} ({t.arch}), each sized for it (NVRTC, no GPU needed) ==")
+    rows = compile_report_rows(t)
     print(format_compile_rows(rows))
     failures = sum("error" in r for r in rows)
     if report.gpu is None:

@@ -309,3 +309,23 @@ def test_the_occupancy_model_takes_a_targets_limits():
     assert hardware_of(RECORDED) == H200
     assert occupancy_report(256, 128, 98304)["limits"]["shared_memory"] == 2
     assert occupancy_report(256, 128, 98304, **hardware_of(named("sm_89")))["limits"]["shared_memory"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fake_gpu", ["RTX 4090"], indirect=True)
+def test_tour_on_a_gpu_without_hopper_times_what_it_runs_and_shows_the_rest_recorded(fake_gpu, gpu_parts, monkeypatch,
+                                                                                      tmp_path, capsys):
+    monkeypatch.setattr(harness, "verify", lambda rung, M, N, K: harness.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0))
+    monkeypatch.setattr(harness, "time_paired", lambda *a, **k: harness.PairedTiming([2.0] * 20, [1.0] * 20,
+                                                                                      [None] * 20, [None] * 20))
+    assert main(["tour", "--sizes", "256", "--out-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "== Every CUDA kernel compiled for this NVIDIA GeForce RTX 4090 (sm_89), each sized for it" in out
+    assert "07    not for this target: rung 07 (tma) needs TMA" in out
+    skips = [line for line in out.splitlines() if line.startswith("skip: ")]
+    assert [line.split(" (")[0] for line in skips] == ["skip: rung 07", "skip: rung 09", "skip: rung 10", "skip: rung 11",
+                                                       "skip: rung 12"]
+    assert all(line.endswith("its recorded H200 figures are shown instead") for line in skips)
+    assert "== Recorded H200 results (from results/, not measured now) ==" in out
+    timed = json.loads(next(tmp_path.glob("bench_*.json")).read_text())["records"]
+    assert [r["rung"] for r in timed] == ["01", "02", "03", "04", "05", "06"]
