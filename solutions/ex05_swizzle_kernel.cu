@@ -20,10 +20,10 @@
 //   (checks ./ex05_swizzle_kernel.cu, else ./exercises/ex05_swizzle_kernel.cu, else the course's copy; it prints which)
 //   your own copy:     hgemm-course check ex05_swizzle_kernel --path my_ex05.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex05_swizzle_kernel"))
-// Without a GPU the checker compiles the file for sm_90a, inspects the PTX and runs your regions on
-// the CPU for every thread: each ldmatrix must read the chunk the mma needs, from where a copy stored
-// it, and the bank model counts the wavefronts of every copy and every ldmatrix; with a GPU it also
-// runs your kernel in a separate process and compares C with a reference.
+// The checker compiles the file for the GPU here if it runs rung 05 (else for the recorded H200),
+// inspects the PTX and runs your regions on the CPU for every thread: each ldmatrix must read the chunk
+// the mma needs, from where a copy stored it, and the bank model counts the wavefronts of every copy
+// and ldmatrix; on such a GPU it also runs your kernel and compares C, else it could not check it.
 // Rung 05: rung 04 with the padding replaced by the 128-byte XOR swizzle. Every shared row
 // is 128 bytes (BK = 64 halves of A; B is stored as BN / 64 panels of 64 columns), its 16-byte
 // chunk c sits at c ^ (row % 8), and the ldmatrix addresses are computed once and then

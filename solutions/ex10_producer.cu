@@ -16,9 +16,9 @@
 //   (checks ./ex10_producer.cu, else ./exercises/ex10_producer.cu, else the course's copy; it prints which)
 //   your own copy:     hgemm-course check ex10_producer --path my_ex10.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex10_producer"))
-// Without a GPU the checker compiles the file for sm_90a, inspects the PTX and runs your regions on the
-// CPU with stand-ins that record every setmaxnreg, wait, load and arrival, then plays them through a
-// model of the ring; with one it also runs your kernel in a separate process and compares C.
+// The checker compiles the file for the GPU here if it runs rung 10 (else for the recorded H200),
+// inspects the PTX and runs your regions on the CPU with stand-ins that record every setmaxnreg, wait,
+// load and arrival, played through a model of the ring; on such a GPU it also runs your kernel.
 // Rung 10: rung 09's TMA ring and wgmma, with the warpgroups specialized by role. One producer
 // warpgroup owns the ring: one elected thread issues every TMA load, and the warpgroup hands most
 // of its registers back (setmaxnreg.dec). Two consumer warpgroups take them (setmaxnreg.inc) and

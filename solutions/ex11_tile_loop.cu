@@ -16,9 +16,9 @@
 //   (checks ./ex11_tile_loop.cu, else ./exercises/ex11_tile_loop.cu, else the course's copy; it prints which)
 //   your own copy:     hgemm-course check ex11_tile_loop --path my_ex11.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex11_tile_loop"))
-// Without a GPU the checker compiles the file for sm_90a and runs your loops on the CPU for many grid
-// and cluster counts, comparing each cluster's tiles with rung 11's order (every tile once, holes
-// skipped); with a GPU it also runs your kernel in a separate process and compares C.
+// The checker compiles the file for the GPU here if it runs rung 11 (else for the recorded H200) and
+// runs your loops on the CPU for many grid and cluster counts against rung 11's order (every tile
+// once, holes skipped); on such a GPU it also runs your kernel and compares C.
 // Rung 11: rung 10's producer and consumer warpgroups, made persistent. The grid holds only as many
 // CTAs as fit on the GPU at once; each walks the output tiles t = blockIdx.x, + gridDim.x, ... in
 // rung 06's super-tile order, and its full/empty ring runs on across tiles: the k-slice counter is

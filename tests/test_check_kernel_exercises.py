@@ -26,11 +26,21 @@ def test_the_list_shows_the_kernel_exercises(capsys):
         assert name in shown
 
 
+@pytest.fixture
+def no_gpu(monkeypatch):
+    from hgemm_course import target
+
+    monkeypatch.setattr("hgemm_course.device.probe_gpu", lambda: (None, "the NVIDIA driver sees no GPU", None))
+    target._target_of.cache_clear()
+
+
 @pytest.mark.parametrize("name", ["ex09_wgmma_loop", "ex10_producer", "ex11_tile_loop"])
-def test_the_cli_checks_a_kernel_exercise_on_the_cpu(name, capsys, monkeypatch):
-    monkeypatch.setattr("hgemm_course.device.has_gpu", lambda: False)
-    assert main(["check", name, "--path", str(ROOT / "solutions" / f"{name}.cu")]) == 0
-    assert f"{name}: PASS" in capsys.readouterr().out
+def test_the_cli_checks_a_kernel_exercise_on_the_cpu(name, capsys, no_gpu):
+    """Without a GPU the solution's CPU part passes, and the verdict says the kernel was not run (exit code 2)."""
+    assert main(["check", name, "--path", str(ROOT / "solutions" / f"{name}.cu")]) == 2
+    headline = capsys.readouterr().out.splitlines()[1]
+    assert headline == (f"{name}: could not check: the CPU part passed, but the kernel was not run: there is no GPU "
+                        "here: the NVIDIA driver sees no GPU")
     assert main(["check", name]) == 1                         # the untouched exercise
     assert "Hint:" in capsys.readouterr().out
 
@@ -47,13 +57,13 @@ def test_without_gpp_the_model_is_skipped(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["ex05_swizzle_kernel", "ex09_wgmma_loop", "ex10_producer", "ex11_tile_loop"])
-def test_without_gpp_a_solution_passes_with_a_note_and_the_exercise_still_fails(name, monkeypatch):
+def test_without_gpp_a_solution_passes_the_cpu_part_with_a_note_and_the_exercise_still_fails(name, monkeypatch):
     from hgemm_course.check import check
 
     monkeypatch.setattr("shutil.which", lambda program: None)
     result = check(name, ROOT / "solutions" / f"{name}.cu", gpu=False)
-    assert result.passed and "g++ is not installed" in result.message
-    assert not check(name, gpu=False).passed
+    assert result.verdict == "could not check" and "g++ is not installed" in result.message
+    assert check(name, gpu=False).verdict == "FAIL"
 
 
 @pytest.mark.gpu

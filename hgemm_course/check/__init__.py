@@ -3,9 +3,10 @@ in a shell.
 
 Two kinds of exercise: a Python function (:data:`EXERCISES`, checked in a child process with a
 time and a memory limit, :mod:`.child`) and a kernel fragment, a rung's whole ``.cu`` file with
-regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`: compiled here, the
-regions run on the CPU through :mod:`.host_model` where a model can stand in for the GPU, the
-kernel run on a GPU in a child process). ``exercises/`` and ``solutions/`` are generated from one
+regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`: compiled here for the
+target it is checked on, the regions run on the CPU through :mod:`.host_model` where a model can stand
+in for the GPU, the kernel run on a GPU in a child process; where no GPU here runs the rung, the verdict
+is "could not check"). ``exercises/`` and ``solutions/`` are generated from one
 source per exercise by :mod:`.generate`.
 
 Every checker compares the learner's function with the course's reference over the whole
@@ -91,8 +92,9 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
     happened, and never reaches the caller.
 
     A kernel exercise takes the path of a ``.cu`` file (default: the learner's copy, found the
-    same way); ``gpu`` says whether to run it too (default: when a GPU is here), within
-    ``timeout`` seconds (default 120).
+    same way); ``gpu`` says whether to run it too (default: when a GPU here runs the rung), within
+    ``timeout`` seconds (default 120). A kernel not run is never a PASS: the verdict is "could not
+    check" (``CheckResult.unchecked`` says why) when the CPU part found nothing wrong.
     """
     name = resolve(exercise)
     _require_positive(timeout)
@@ -115,7 +117,8 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
 def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = False,
               timeout: float | None = None) -> int:
     """Print which file is checked and the verdict on it; 0 if it passes, 1 if it fails, 2 if it
-    could not be checked (no such exercise or file: one line says what to do)."""
+    could not be checked (no such exercise or file: one line says what to do; a kernel exercise whose
+    kernel no GPU here runs: its headline says why, below it what the CPU part checked)."""
     try:
         name = resolve(exercise)
         _require_positive(timeout)
@@ -129,7 +132,7 @@ def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = Fal
         print(failure.message)
         return 2
     print(result)
-    return 0 if result.passed else 1
+    return result.exit_code
 
 
 def _require_positive(timeout: float | None) -> None:

@@ -1,6 +1,7 @@
 """Checker for ex03_wmma: the wmma load and multiply calls of rung 03's main loop.
 
-The CPU part compares the learner's PTX with the rung's own kernel, compiled the same way:
+The CPU part compares the learner's PTX with the rung's own kernel, compiled the same way (the same
+instantiation, sized for the target checked on, and architecture):
 per k-slice a warp must issue FRAG_M * BK / 16 ``wmma.load.a``, FRAG_N * BK / 16
 ``wmma.load.b`` and FRAG_M * FRAG_N * BK / 16 ``wmma.mma.sync`` (the kk, i and j loops are
 unrolled, so the counts are the instructions in the PTX), reading shared memory with the
@@ -30,22 +31,23 @@ def load_strides(ptx: str) -> dict[str, Counter]:
     return out
 
 
-def _reference() -> tuple[Counter, dict[str, Counter]]:
+def _reference(compiled: Compiled) -> tuple[Counter, dict[str, Counter]]:
+    """The rung's own kernel compiled as the learner's was: its opcode counts and load strides."""
     from ..build import compile_cuda
     from ..ladder import get
 
-    rung = get("03")
-    module = compile_cuda(rung.source, name_expressions=rung.name_expressions, arch=rung.arch)
-    ptx = entry_ptx(module.ptx, module.lowered[rung.name_expressions[0]])
+    module = compile_cuda(get("03").source, name_expressions=compiled.name_expressions, arch=compiled.arch)
+    ptx = entry_ptx(module.ptx, module.lowered[compiled.name_expressions[0]])
     return opcode_counts(ptx), load_strides(ptx)
 
 
 def structural(compiled: Compiled) -> str:
-    from ..ladder.r03_wmma import PAD, TILES
+    from ..ladder.r03_wmma import PAD, tiles_for
 
+    tiles = tiles_for(compiled.target)
     shown = display_path(compiled.path)
-    ref_ops, ref_strides = _reference()
-    frag_m, frag_n, steps = TILES.wm // 16, TILES.wn // 16, TILES.bk // 16
+    ref_ops, ref_strides = _reference(compiled)
+    frag_m, frag_n, steps = tiles.wm // 16, tiles.wn // 16, tiles.bk // 16
     expected = {"wmma.load.a": (ref_ops, f"FRAG_M x BK/16 = {frag_m} x {steps}: one A fragment per 16 rows of the "
                                          "warp tile per k-step"),
                 "wmma.load.b": (ref_ops, f"FRAG_N x BK/16 = {frag_n} x {steps}: one B fragment per 16 columns of the "
@@ -61,7 +63,7 @@ def structural(compiled: Compiled) -> str:
                           + "write the loops over i < FRAG_M and j < FRAG_N inside the kk loop, with #pragma unroll.",
                           {"input": op, "expected": want, "got": got})
     mine = load_strides(compiled.kernel_ptx)
-    lds = {"wmma.load.a": ("A_LD", TILES.bk + PAD, "BK", TILES.bk), "wmma.load.b": ("B_LD", TILES.bn + PAD, "BN", TILES.bn)}
+    lds = {"wmma.load.a": ("A_LD", tiles.bk + PAD, "BK", tiles.bk), "wmma.load.b": ("B_LD", tiles.bn + PAD, "BN", tiles.bn)}
     for op, (name, value, unpadded, width) in lds.items():
         used = {s for s in mine[op] if s is not None}
         if used and used != {value} and set(ref_strides[op]) == {value}:
@@ -72,7 +74,7 @@ def structural(compiled: Compiled) -> str:
                           f"{value} halves apart.{extra}", {"input": op, "expected": value, "got": sorted(used)})
     return (f"per k-slice: {count(compiled.opcodes, 'wmma.load.a')} A loads, {count(compiled.opcodes, 'wmma.load.b')} "
             f"B loads, {count(compiled.opcodes, 'wmma.mma.sync')} mma.sync, as in the rung's kernel; leading "
-            f"dimensions {TILES.bk + PAD} and {TILES.bn + PAD} (padded)")
+            f"dimensions {tiles.bk + PAD} and {tiles.bn + PAD} (padded)")
 
 
 EXERCISE = KernelExercise(

@@ -26,14 +26,14 @@ from .kernel_exercise import Compiled, KernelExercise, PtxRule, display_path
 EXTRA_ROWS = 64
 
 
-def _tiles():
-    from ..ladder.r05_swizzle import TILES
+def _tiles(compiled: Compiled):
+    """Rung 05's tiles as sized for the target the kernel is checked on."""
+    from ..ladder.r05_swizzle import tiles_for
 
-    return TILES
+    return tiles_for(compiled.target)
 
 
-def _program(compiled: Compiled, shown: str) -> str:
-    t = _tiles()
+def _program(compiled: Compiled, shown: str, t) -> str:
     (store_a, first_a), (store_b, first_b), (lanes, first_l), (frags, first_f), (extra, first_e) = compiled.regions()
     return host_model.PRELUDE + f"""
 struct half {{ unsigned short bits; }};
@@ -127,10 +127,9 @@ def _fail(shown: str, message: str, expected, got, where=None) -> Failure:
     return Failure(f"{shown}: {message}", {"input": where or shown, "expected": expected, "got": got})
 
 
-def check_stores(trace: dict, shown: str) -> dict[str, dict[int, tuple[int, int]]]:
+def check_stores(trace: dict, shown: str, t) -> dict[str, dict[int, tuple[int, int]]]:
     """Where each chunk of A and B is stored; {operand: {address: (row, chunk)}}. A Failure on an
-    address outside the stage, off 16 bytes, or stored twice."""
-    t = _tiles()
+    address outside the stage, off 16 bytes, or stored twice. ``t``: the tiles the regions ran with."""
     layout = {}
     for operand, row_halves, stage_bytes in (("A", t.bk, t.bm * t.bk * 2), ("B", t.bn, t.bk * t.bn * 2)):
         placed: dict[int, tuple[int, int]] = {}
@@ -152,9 +151,8 @@ def check_stores(trace: dict, shown: str) -> dict[str, dict[int, tuple[int, int]
     return layout
 
 
-def check_reads(trace: dict, layout: dict, shown: str) -> None:
+def check_reads(trace: dict, layout: dict, shown: str, t) -> None:
     """Every ldmatrix lane reads the chunk the mma needs, from where it was stored."""
-    t = _tiles()
     warps_n, frag_m, frag_n = t.bn // t.wn, t.wm // 16, t.wn // 8
     threads = (t.bm // t.wm) * warps_n * 32
     for (tid, kk), reads in sorted(trace["reads"].items()):
@@ -185,11 +183,10 @@ def check_reads(trace: dict, layout: dict, shown: str) -> None:
         raise _fail(shown, "not every thread reached the ldmatrix reads.", threads * (t.bk // 16), len(trace["reads"]))
 
 
-def check_banks(trace: dict, shown: str) -> None:
+def check_banks(trace: dict, shown: str, t) -> None:
     """Every warp's copies and ldmatrix reads at their ideal cost."""
     from ..sim.banks import ideal_wavefronts, wavefronts
 
-    t = _tiles()
     threads = (t.bm // t.wm) * (t.bn // t.wn) * 32
     ideal = ideal_wavefronts(32, 16)
     for operand in ("A", "B"):
@@ -216,11 +213,11 @@ def check_banks(trace: dict, shown: str) -> None:
                                 ideal, cost, {"warp": warp, "kk": kk, "ldmatrix": n})
 
 
-def check_layout(layout: dict, shown: str) -> None:
+def check_layout(layout: dict, shown: str, t) -> None:
     """The layout TMA's SWIZZLE_128B writes (rung 07 reuses these reads on what the copy engine stores)."""
     from ..sim.swizzle import swizzle
 
-    b_panel = _tiles().bk * 128
+    b_panel = t.bk * 128
     for operand, placed in layout.items():
         for address, (row, chunk) in sorted(placed.items()):
             panel, in_row = divmod(chunk, 8)
@@ -245,14 +242,15 @@ def structural(compiled: Compiled) -> str:
     shown = display_path(compiled.path)
     if len(compiled.regions()) != 5:
         return "the host model could not find your five regions; the GPU run decides"
+    t = _tiles(compiled)
     try:
-        trace = read_trace(host_model.run(_program(compiled, shown), shown))
+        trace = read_trace(host_model.run(_program(compiled, shown, t), shown))
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
-    layout = check_stores(trace, shown)
-    check_reads(trace, layout, shown)
-    check_banks(trace, shown)
-    check_layout(layout, shown)
+    layout = check_stores(trace, shown, t)
+    check_reads(trace, layout, shown, t)
+    check_banks(trace, shown, t)
+    check_layout(layout, shown, t)
     check_extra(trace["extra"], shown)
     return ("the host model ran your regions for every thread: each ldmatrix lane reads the chunk its mma needs "
             "where a copy stored it, every copy and ldmatrix takes its ideal wavefronts, the layout is TMA's "

@@ -534,10 +534,12 @@ def format_events(events: list[dict], last: int | None = None, *, widths: tuple[
 
 # ---------------------------------------------------------------- the checker
 
-def _ring_shape():
-    from ..ladder.r07_tma import TILES
+def _ring_shape(compiled: Compiled) -> tuple[int, int]:
+    """The stages and warps of rung 07's ring as sized for the target the kernel is checked on."""
+    from ..ladder.r07_tma import tiles_for
 
-    return TILES.stages, TILES.warps
+    tiles = tiles_for(compiled.target)
+    return tiles.stages, tiles.warps
 
 
 def structural(compiled: Compiled) -> str:
@@ -547,7 +549,7 @@ def structural(compiled: Compiled) -> str:
     except Unsupported as exc:
         return (f"the ring model could not read your region ({exc}); the GPU run decides whether the "
                 "waits are right")
-    stages, warps = _ring_shape()
+    stages, warps = _ring_shape(compiled)
     try:
         played = play_all(program, stages=stages, warps=warps)
     except Unsupported as exc:

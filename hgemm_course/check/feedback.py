@@ -26,7 +26,9 @@ class CheckResult:
     ``message`` explains the verdict; ``first_failure`` holds the first wrong input with the
     expected and the returned value (``None`` when the exercise passes or could not be run);
     ``figure`` is the path of the picture saved with ``draw=True``; ``source`` the file checked
-    (``None`` for a function passed in).
+    (``None`` for a function passed in); ``unchecked`` the one line saying what the check could not
+    do here and why (a kernel not run: no GPU, or one without the rung's features). With it the
+    verdict is "could not check", never PASS: ``passed`` is False, though nothing was found wrong.
     """
 
     exercise: str
@@ -35,9 +37,26 @@ class CheckResult:
     first_failure: dict | None = None
     figure: Path | None = None
     source: Path | None = None
+    unchecked: str | None = None
+
+    def __post_init__(self):
+        if self.passed and self.unchecked:
+            raise ValueError(f"{self.exercise}: a check that could not be completed ({self.unchecked}) did not pass.")
+
+    @property
+    def verdict(self) -> str:
+        """``PASS``, ``FAIL`` or ``could not check``."""
+        if self.passed:
+            return "PASS"
+        return "could not check" if self.unchecked else "FAIL"
+
+    @property
+    def exit_code(self) -> int:
+        """``hgemm-course check``'s exit status: 0 PASS, 1 FAIL, 2 could not check."""
+        return {"PASS": 0, "FAIL": 1}.get(self.verdict, 2)
 
     def __str__(self) -> str:
-        lines = [f"{self.exercise}: {'PASS' if self.passed else 'FAIL'}"]
+        lines = [f"{self.exercise}: {self.verdict}" + (f": {self.unchecked}" if self.unchecked else "")]
         lines += ["  " + line if line else "" for line in self.message.splitlines()]
         if self.figure is not None:
             lines.append(f"  Picture (yours next to the reference): {self.figure}")
@@ -51,6 +70,11 @@ class Failure(Exception):
         super().__init__(message)
         self.message = message
         self.first_failure = first_failure
+
+
+class Unchecked(Exception):
+    """Part of a check could not be done here, through no fault of the learner's; the one-line message
+    says what and why. The verdict is then "could not check"."""
 
 
 def describe(exc: BaseException) -> str:

@@ -3,7 +3,9 @@ kernel exercise's GPU check.
 
     python -m hgemm_course.check.gpu_run 07 exercises/ex07_mbarrier.cu --shapes 1000x1000x1000 257x136x72
 
-Prints one JSON line per shape (``{"shape", "seed", "passed", "summary", "first_bad"}``) or, when
+Prints one JSON line per shape (``{"shape", "seed", "passed", "summary", "first_bad", "kernels"}``, the
+last the instantiations launched with their architecture, which the parent compares with what its CPU
+part compiled) or, when
 the CUDA context breaks (an illegal address, say), one line ``{"shape", "error"}`` and stops:
 after such an error the context is unusable. Exit status 0 when every shape is right, 1 when one
 is wrong, 3 on a CUDA error. Run it in a child process: a kernel that hangs or crashes takes
@@ -19,9 +21,10 @@ import sys
 from pathlib import Path
 
 
-def learner_launch(rung_id: str, source: Path):
+def learner_launch(rung_id: str, source: Path, launched: list | None = None):
     """The rung's ``launch(a, b, c)`` with its kernel compiled from ``source`` instead of the
-    rung's own file: same template instantiation, geometry, shared memory and tensor maps."""
+    rung's own file: same template instantiation, geometry, shared memory and tensor maps.
+    Each kernel the launcher builds is appended to ``launched``."""
     from ..ladder import get
 
     rung = get(rung_id)
@@ -29,7 +32,10 @@ def learner_launch(rung_id: str, source: Path):
     original = module.kernel
 
     def kernel(*args, **kwargs):
-        return dataclasses.replace(original(*args, **kwargs), source=str(source))
+        built = dataclasses.replace(original(*args, **kwargs), source=str(source))
+        if launched is not None:
+            launched.append(built)
+        return built
 
     module.kernel = kernel
     return rung, module.launch
@@ -46,18 +52,30 @@ def main(argv=None) -> int:
     parser.add_argument("source", type=Path)
     parser.add_argument("--shapes", nargs="+", default=["1000x1000x1000"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--as", dest="as_arch", metavar="ARCH",
+                        help="run that target's code on this GPU (target.named(ARCH).run_here())")
     args = parser.parse_args(argv)
+    if args.as_arch is None:
+        return _run(args)
+    from .. import target
 
+    with target.use(target.named(args.as_arch).run_here()):
+        return _run(args)
+
+
+def _run(args) -> int:
     import cupy
 
     from ..build import CompileError
     from ..harness import compare, random_inputs
 
-    rung, launch = learner_launch(args.rung, args.source)
+    launched: list = []
+    rung, launch = learner_launch(args.rung, args.source, launched)
     status = 0
     for i, text in enumerate(args.shapes):
         M, N, K = _parse_shape(text)
         seed = args.seed + i
+        launched.clear()
         try:
             rung.check_shape(M, N, K)
             a, b, _ = random_inputs(M, N, K, seed=seed, xp=cupy)
@@ -82,8 +100,9 @@ def main(argv=None) -> int:
                 text = f"the run on {M}x{N}x{K} failed: {name}: {text}"
             print(json.dumps({"shape": [M, N, K], "error": text}), flush=True)
             return 3
+        kernels = [{"name_expression": k.name_expression, "arch": k.arch} for k in launched]
         print(json.dumps({"shape": [M, N, K], "seed": seed, "passed": result.passed, "summary": result.summary(),
-                          "first_bad": result.first_bad}), flush=True)
+                          "first_bad": result.first_bad, "kernels": kernels}), flush=True)
         if not result.passed:
             status = 1
     return status

@@ -2,15 +2,19 @@
 
 A kernel exercise is checked in two parts:
 
-1. **CPU, always.** The learner's file is compiled whole with NVRTC for the rung's target and
-   template instantiation; a compile error is reported at the learner's own file and line
-   (``exercises/ex07_mbarrier.cu:123: error: ...``). Then ptxas's resource report must show
-   no spills, the PTX must contain the instructions the exercise is about, and the exercise's
-   own structural check runs (instruction counts, a model of the pipeline, ...).
-2. **GPU, when there is one.** The learner's kernel runs through the rung's launcher in a
+1. **CPU, always.** The learner's file is compiled whole with NVRTC for the target it is checked
+   on, with the rung's template instantiations sized for that target (:func:`check_plan`: the GPU
+   here where it runs the rung, else the recorded H200's); a compile error is reported at the
+   learner's own file and line (``exercises/ex07_mbarrier.cu:123: error: ...``). Then ptxas's
+   resource report must show no spills, the PTX must contain the instructions the exercise is
+   about, and the exercise's own structural check runs (instruction counts, a model of the pipeline, ...).
+2. **GPU, where one runs the rung.** The learner's kernel runs through the rung's launcher in a
    separate process (``python -m hgemm_course.check.gpu_run``) with a timeout, on random
    inputs whose sizes leave tails in M, N and K. An illegal address, a hang or a wrong
    element is reported; the notebook's own CUDA context never sees the learner's kernel.
+
+Without the GPU part (no GPU, or one that lacks the rung's features) the verdict is "could not
+check", with one line saying why and what the CPU part did prove; a CPU-part failure is a FAIL.
 """
 from __future__ import annotations
 
@@ -24,10 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..paths import REPO_ROOT
-from .feedback import CheckResult, Failure
+from ..target import FEATURES, RECORDED, Target
+from .feedback import CheckResult, Failure, Unchecked
 from .loader import learner_file
 
 if TYPE_CHECKING:
+    from ..ladder import Rung
     from .generate import Region
 
 GPU_TIMEOUT_S = 120
@@ -68,6 +74,10 @@ class Compiled:
     kernel_ptx: str                  # PTX of the kernel's entry only
     registers: int
     spills: int
+    target: Target                   # the target it is compiled for and checked on: its tiles are sized for it
+    arch: str                        # the architecture it is compiled for
+    name_expressions: tuple[str, ...]  # what was compiled: the rung's instantiations for ``target`` (the first
+                                       # is the kernel read above), with their shared-memory size checks
     opcodes: Counter = field(default_factory=Counter)
     exercise_regions: list[Region] = field(default_factory=list)  # the exercise's regions: stubs and neighbours
 
@@ -157,31 +167,72 @@ def entry_ptx(ptx: str, mangled: str) -> str:
     return ptx[start:end.start() if end else len(ptx)]
 
 
-def compile_learner(exercise: KernelExercise, path: Path) -> Compiled:
-    """Compile the learner's file whole for the rung's target; a compile error becomes a Failure
-    at the learner's file and line."""
+def check_plan(exercise: KernelExercise, gpu: bool | None = None) -> tuple[Target, str | None]:
+    """Where the learner's kernel is checked, decided before any of it runs: the target its file is
+    compiled for, and why the GPU part cannot run (None: it runs, on :func:`hgemm_course.target.runnable`).
+
+    The file is compiled for the current target (the GPU here, or the one chosen) where that runs the rung,
+    else for the recorded H200's, as on a machine with no GPU. ``gpu=False`` switches the GPU part off;
+    ``gpu=True`` asks for it, which still needs a GPU that runs the rung."""
+    from .. import target
+    from ..ladder import get
+
+    rung = get(exercise.rung)
+    chosen = target.current()
+    compile_for = chosen if rung.refusal(chosen) is None else RECORDED
+    if gpu is False:
+        return compile_for, "the GPU part was switched off (gpu=False)"
+    here = target.runnable()
+    if here is None:
+        return compile_for, _no_gpu(chosen)
+    return compile_for, rung.refusal(here)
+
+
+def _no_gpu(chosen: Target) -> str:
+    """Why no GPU runs kernels here, in one line."""
+    from .. import device, target
+
+    info, reason, _ = device.probe_gpu()
+    if info is None:
+        return f"there is no GPU here: {reason}"
+    if device.cudasim_enabled():
+        return f"NUMBA_ENABLE_CUDASIM=1 is set, which hides this {info.name}; unset it to run the kernel"
+    return (f"the target chosen is {chosen.describe()}, not {target.present().describe()}: "
+            f"target.named({chosen.arch!r}).run_here() runs its code on this GPU")
+
+
+def compile_learner(exercise: KernelExercise, path: Path, on: Target | None = None) -> Compiled:
+    """Compile the learner's file whole for target ``on`` (default: :func:`check_plan`'s) with the rung's
+    instantiations sized for it, as its launcher compiles them; a compile error becomes a Failure at the
+    learner's file and line."""
     from ..build import CompileError, compile_cuda
     from ..ladder import get
+    from ..target import use
     from .generate import regions_of
 
     rung = get(exercise.rung)
+    on = on or check_plan(exercise, gpu=False)[0]
     path = Path(path)
     if not path.is_file():
         raise Failure(f"There is no file {path}.")
     shown = display_path(path)
+    with use(on):                # a kernel built for "the current target" (rungs 09-12) builds for ``on``
+        kernels = rung.kernels(on)
+        arch = kernels[0].arch
+    names = tuple(dict.fromkeys(name for k in kernels for name in (k.name_expression, k.smem_check) if name))
     try:
-        module = compile_cuda(path.resolve(), name_expressions=rung.name_expressions, arch=rung.arch)
+        module = compile_cuda(path.resolve(), name_expressions=names, arch=arch)
     except CompileError as exc:
         raise Failure(_compile_message(exc, path, shown),
                       {"input": shown, "expected": "a kernel that compiles", "got": exc.errors[:1] or exc.log}) from None
     except RuntimeError as exc:    # an instantiation the file no longer defines, NVRTC missing, ...
         raise Failure(f"{shown} could not be compiled: {exc}\nKeep the kernel's name and template parameters "
                       "as the exercise gave them.") from None
-    expression = rung.name_expressions[0]
+    expression = kernels[0].name_expression
     resources = module.resources_of(expression)
     kernel_ptx = entry_ptx(module.ptx, module.lowered.get(expression, expression))
-    return Compiled(path, path.read_text(), module.ptx, kernel_ptx, resources.registers, resources.spills,
-                    opcode_counts(kernel_ptx), regions_of(exercise.file_name))
+    return Compiled(path, path.read_text(), module.ptx, kernel_ptx, resources.registers, resources.spills, on, arch,
+                    names, opcode_counts(kernel_ptx), regions_of(exercise.file_name))
 
 
 def _compile_message(exc, path: Path, shown: str) -> str:
@@ -228,7 +279,8 @@ def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
         raise Failure(f"{shown}: the {where} not written yet (the exercise's placeholder is still there)."
                       + (f"\nHint: {hint}" if hint else ""),
                       {"input": shown, "expected": "your code in the marked regions", "got": "the placeholder"})
-    notes = [f"compiles for sm_90a: {compiled.registers} registers, no spills",
+    notes = [f"compiles for {compiled.arch} as {compiled.name_expressions[0]} (sized for "
+             f"{compiled.target.describe()}): {compiled.registers} registers, no spills",
              "PTX has " + ", ".join(f"{count(compiled.opcodes, r.instruction)} x {r.instruction}"
                                     for r in exercise.ptx_rules)]
     if exercise.structural is not None:
@@ -238,12 +290,17 @@ def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
     return notes
 
 
-def run_on_gpu(exercise: KernelExercise, path: Path, *, timeout: float = GPU_TIMEOUT_S, seed: int = 0) -> str:
+def run_on_gpu(exercise: KernelExercise, path: Path, *, timeout: float = GPU_TIMEOUT_S, seed: int = 0,
+               compiled: Compiled | None = None) -> str:
     """Run the learner's kernel through the rung's launcher in a child process; a Failure on
-    a compile, launch or verification problem, a timeout (hang) or a crash (illegal address)."""
+    a compile, launch or verification problem, a timeout (hang) or a crash (illegal address).
+    With ``compiled`` (the CPU part's), the child runs for its target, and every kernel the launcher
+    launched must be one the CPU part compiled, for the same architecture (else :class:`Unchecked`)."""
     shown = display_path(path)
     command = [sys.executable, "-m", "hgemm_course.check.gpu_run", exercise.rung, str(Path(path).resolve()),
                "--seed", str(seed), "--shapes", *(f"{m}x{n}x{k}" for m, n, k in exercise.gpu_shapes)]
+    if compiled is not None and compiled.target.run_from_ptx:
+        command += ["--as", compiled.target.arch]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -268,32 +325,74 @@ def run_on_gpu(exercise: KernelExercise, path: Path, *, timeout: float = GPU_TIM
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
         raise Failure(f"{shown}: the GPU run stopped (exit code {proc.returncode}):\n{tail}",
                       {"input": shown, "expected": "a clean run", "got": f"exit code {proc.returncode}"})
+    if compiled is not None:
+        same_kernels(compiled, results)
     shapes = ", ".join("x".join(map(str, r["shape"])) for r in results)
     return f"on this GPU: right on {shapes} (random inputs, tails in M, N and K)"
 
 
+def same_kernels(compiled: Compiled, results: list[dict]) -> None:
+    """Every kernel the GPU run launched is one the CPU part compiled and checked, for the same architecture:
+    else the two parts checked different code, and :class:`Unchecked` says so."""
+    for result in results:
+        for launched in result.get("kernels", []):
+            if launched["name_expression"] not in compiled.name_expressions or launched["arch"] != compiled.arch:
+                raise Unchecked(f"the GPU run launched {launched['name_expression']} for {launched['arch']}, not "
+                                f"what the CPU part checked ({compiled.name_expressions[0]} for {compiled.arch}, sized "
+                                f"for {compiled.target.describe()}); the two parts must check one kernel")
+
+
+def runs_on(rung: "Rung") -> str:
+    """The features that decide where ``rung`` runs, with where they are: ``cp.async and mma.sync m16n8k16
+    (sm_80 and later)``, ``wgmma and setmaxnreg (sm_90a only: H100/H200)``."""
+    deciding = [FEATURES[n][1] for n in rung.needs if FEATURES[n][0] == rung.arch]
+    names, wheres = zip(*(text.split(" (", 1) for text in deciding))
+    if len(set(wheres)) == 1:
+        return " and ".join(names) + f" ({wheres[0]}"
+    return " and ".join(deciding)
+
+
+def rerun_command(exercise: KernelExercise, source: Path) -> str:
+    """The command that checks ``source`` again: ``hgemm-course check NAME``, with ``--path`` unless it is
+    the file the command finds by itself."""
+    try:
+        found = learner_file(exercise.file_name)
+    except Failure:
+        found = None
+    path = "" if found == Path(source).resolve() else f" --path {display_path(source)}"
+    return f"hgemm-course check {exercise.name}{path}"
+
+
 def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gpu: bool | None = None,
                  timeout: float = GPU_TIMEOUT_S) -> CheckResult:
-    """Both parts: the CPU part always, the GPU part when ``gpu`` (default: a GPU is here).
-    ``path`` defaults to the learner's copy (see :func:`.loader.learner_file`)."""
-    source = None
+    """Both parts: the CPU part always, the GPU part where :func:`check_plan` lets it run (``gpu``: None
+    runs it where a GPU runs the rung, False never). Without the GPU part the verdict is "could not
+    check" (exit code 2), not PASS. ``path`` defaults to the learner's copy (see :func:`.loader.learner_file`)."""
+    from ..ladder import get
+
+    source, unchecked = None, None
     try:
         source = learner_file(exercise.file_name, path)
-        compiled = compile_learner(exercise, source)
+        on, not_run = check_plan(exercise, gpu)
+        compiled = compile_learner(exercise, source, on)
         notes = cpu_checks(exercise, compiled)
-        if gpu is None:
-            from ..device import has_gpu
-
-            gpu = has_gpu()
-        if gpu:
-            notes.append(run_on_gpu(exercise, source, timeout=timeout))
+        if not_run is None:
+            notes.append(run_on_gpu(exercise, source, timeout=timeout, compiled=compiled))
         else:
-            notes.append("No GPU here, so the kernel was not run: the checks above are what the CPU can do. "
-                         "On a GPU the checker also runs it and compares C with a reference.")
+            unchecked = f"the CPU part passed, but the kernel was not run: {not_run}"
     except Failure as failure:
         return CheckResult(exercise.name, False, failure.message, failure.first_failure, source=source)
-    part = "" if gpu else " (the CPU part; no GPU here)"
-    return CheckResult(exercise.name, True, f"Passed{part}:\n" + "\n".join(f"- {n}" for n in notes), source=source)
+    except Unchecked as why:
+        unchecked = f"the CPU part passed, but {why}"
+    listed = "\n".join(f"- {n}" for n in notes)
+    if unchecked is None:
+        return CheckResult(exercise.name, True, "Passed:\n" + listed, source=source)
+    return CheckResult(
+        exercise.name, False,
+        f"The CPU part passed:\n{listed}\n"
+        f"Not checked: what C the kernel computes. Run `{rerun_command(exercise, source)}` on a GPU with "
+        f"{runs_on(get(exercise.rung))} to run it and compare C with a reference.",
+        source=source, unchecked=unchecked)
 
 
 # --------------------------------------------------------------- reading C expressions of a region

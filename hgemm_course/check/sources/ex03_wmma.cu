@@ -16,6 +16,6 @@
 //   (checks ./ex03_wmma.cu, else ./exercises/ex03_wmma.cu, else the course's copy; it prints which)
 //   your own copy:     hgemm-course check ex03_wmma --path my_ex03.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex03"))
-// Without a GPU the checker compiles the file for sm_90a and inspects the PTX; with one it
-// also runs your kernel (in a separate process) and compares C with a reference.
+// The checker compiles the file for the GPU here if it runs rung 03 (else for the recorded H200) and
+// inspects the PTX; on such a GPU it also runs your kernel and compares C, else it could not check it.
 // INSERT kernels/k03_wmma.cu

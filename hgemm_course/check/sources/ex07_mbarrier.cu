@@ -20,9 +20,9 @@
 //   (checks ./ex07_mbarrier.cu, else ./exercises/ex07_mbarrier.cu, else the course's copy; it prints which)
 //   your own copy:     hgemm-course check ex07_mbarrier --path my_ex07.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex07"))
-// Without a GPU the checker compiles the file for sm_90a, inspects the PTX and plays your
-// waits through a model of the ring; with one it also runs your kernel in a separate process
-// (a hang is stopped by a timeout) and compares C with a reference.
+// The checker compiles the file for the GPU here if it runs rung 07 (else for the recorded H200),
+// inspects the PTX and plays your waits through a model of the ring; on such a GPU it also runs your
+// kernel (a hang is stopped by a timeout) and compares C, else it could not check it.
 // Rung 07: rung 06 with the loads handed to the Tensor Memory Accelerator. One thread asks
 // the copy engine for each k-slice (one box of A, BN / 64 boxes of B); the engine swizzles
 // exactly like swizzle_128b, zero-fills past M, N and K, and reports the bytes on the

@@ -20,9 +20,9 @@
 //   (checks ./ex09_wgmma_loop.cu, else ./exercises/ex09_wgmma_loop.cu, else the course's copy; it prints which)
 //   your own copy:     hgemm-course check ex09_wgmma_loop --path my_ex09.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex09_wgmma_loop"))
-// Without a GPU the checker compiles the file for sm_90a, inspects the PTX and runs your regions on
-// the CPU with stand-ins for wgmma that record each descriptor and each fence, commit and wait;
-// with one it also runs your kernel in a separate process and compares C with a reference.
+// The checker compiles the file for the GPU here if it runs rung 09 (else for the recorded H200),
+// inspects the PTX and runs your regions on the CPU with stand-ins for wgmma that record each
+// descriptor, fence, commit and wait; on such a GPU it also runs your kernel and compares C.
 // INSERT kernels/k09_wgmma.cu
 
 // ---- extra question: the descriptor of A in a 64-byte swizzle ------------------------------------
