@@ -169,7 +169,7 @@ def cmd_compile(args) -> int:
     if args.json:
         _print_json(rows)
     else:
-        print(f"Every CUDA rung compiled for {t.describe()} ({t.arch}), each sized for its shared memory:")
+        print(f"Every CUDA rung compiled for {t.label()}, each sized for its shared memory:")
         print(format_compile_rows(rows))
     return 1 if any("error" in r for r in rows) else 0
 
@@ -548,7 +548,7 @@ def cmd_tour(args) -> int:
     from . import target
 
     t = target.current()
-    print(f"\n== Every CUDA kernel compiled for {t.describe()} ({t.arch}), each sized for it (NVRTC, no GPU needed) ==")
+    print(f"\n== Every CUDA kernel compiled for {t.label()}, each sized for it (NVRTC, no GPU needed) ==")
     rows = compile_report_rows(t)
     print(format_compile_rows(rows))
     failures = sum("error" in r for r in rows)

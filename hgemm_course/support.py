@@ -36,8 +36,8 @@ def rung_rows(t: Target) -> list[dict]:
 
 def format_rung_rows(t: Target, rows: list[dict]) -> str:
     """doctor's table: one line per kernel (or per rung that does not run), widths fixed."""
-    lines = [f"What runs on {t.describe()} ({t.arch}: {t.smem_per_block // 1024} KiB of shared memory per CTA, "
-             f"{t.sm_count} SMs{'' if t.present else ' on the GPU named first'}):",
+    lines = [f"What runs on {t.label()}: {t.smem_per_block // 1024} KiB of shared memory per CTA, "
+             f"{t.sm_count} SMs{'' if t.present else ' on the GPU named first'}",
              f"{'rung':<5} {'':<4} {'kernel (template arguments)':<52} {'smem':>8} {'regs':>5} {'spills':>6}  built as"]
     for r in rows:
         if not r["runs"]:

@@ -120,6 +120,11 @@ class Target:
         """``this RTX 4090`` for a GPU present, ``the sm_89 target (RTX 4090, L4)`` for a named one."""
         return f"this {self.gpu}" if self.present else f"the {self.arch} target ({self.gpu})"
 
+    def label(self) -> str:
+        """:meth:`describe` with the architecture: ``this NVIDIA GeForce RTX 4090 (sm_89)``, ``the sm_89 target
+        (RTX 4090, L4)``."""
+        return f"{self.describe()} ({self.arch})" if self.present else self.describe()
+
     def build_arch(self, needs) -> str:
         """The architecture to compile a kernel with features ``needs`` for: the target's own, or, when it
         runs from PTX, the lowest that has them."""

@@ -78,7 +78,7 @@ class Rung:
             try:
                 self.instantiations(target)
             except ValueError as exc:
-                return f"{what} does not fit {target.describe()} ({target.arch}): {exc}"
+                return f"{what} does not fit {target.label()}: {exc}"
         return None
 
     def check_shape(self, M: int, N: int, K: int) -> None:

@@ -196,10 +196,9 @@ class MmaTiles:
 
 def require_smem(smem_bytes: int, target: Target, what: str, fix: str = "use fewer stages or smaller tiles") -> None:
     """Refuse a request for more shared memory than one CTA may have on ``target``."""
-    where = f"{target.describe()} ({target.arch})" if target.present else target.describe()
     require(smem_bytes <= target.smem_per_block,
             f"{what} need {smem_bytes} bytes of shared memory, over the {target.smem_per_block} bytes a CTA can have "
-            f"on {where}; {fix}.")
+            f"on {target.label()}; {fix}.")
 
 
 def sized_tiles(default: MmaTiles, tunable: Tunable, builds: Callable[[MmaTiles], object]) -> MmaTiles:
