@@ -369,7 +369,24 @@ def cmd_results(args) -> int:
     for name, date, gpu in files:
         print(f"  {name}: {gpu}, {date}")
     print(format_table(records))
+    _print_own_runs(args.dir)
     return 0
+
+
+def _print_own_runs(shown: Path | None) -> None:
+    """The learner's own runs in ./hgemm-results/, after the recorded ones, each GPU's apart and labelled."""
+    from .harness import format_table
+    from .paths import user_results_dir
+    from .results import load_records
+
+    folder = user_results_dir()
+    if shown is not None and Path(shown).resolve() == folder.resolve() or not folder.is_dir():
+        return
+    own = load_records(folder)
+    for gpu in sorted({r["gpu"] for r in own}, key=str):
+        rows = [r for r in own if r["gpu"] == gpu]
+        print(f"\nYour runs on the {gpu} ({folder}, newest per rung and shape):")
+        print(format_table(rows))
 
 
 def _add_launch_arguments(s) -> None:

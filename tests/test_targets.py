@@ -329,3 +329,19 @@ def test_tour_on_a_gpu_without_hopper_times_what_it_runs_and_shows_the_rest_reco
     assert "== Recorded H200 results (from results/, not measured now) ==" in out
     timed = json.loads(next(tmp_path.glob("bench_*.json")).read_text())["records"]
     assert [r["rung"] for r in timed] == ["01", "02", "03", "04", "05", "06"]
+
+
+def test_results_show_the_learners_own_runs_beside_the_recorded_ones(tmp_path, monkeypatch, capsys):
+    """A run in ./hgemm-results/ on another GPU is listed after the recorded H200 runs, labelled with its GPU."""
+    from hgemm_course import results
+
+    record = {"rung": "05", "M": 4096, "N": 4096, "K": 4096, "ms": 1.0, "tflops": 137.4, "cublas_ms": 0.97,
+              "cublas_tflops": 141.7, "pct_cublas": 97.0, "samples_ms": [1.0] * 20, "paired": True}
+    monkeypatch.setattr(results, "provenance", lambda extra=None: {"date": "2026-12-02T00:00:00+00:00",
+                                                                   "gpu": "NVIDIA GeForce RTX 4090", "arch": "sm_89"})
+    monkeypatch.chdir(tmp_path)
+    results.write_run([record], folder=tmp_path / "hgemm-results")
+    assert main(["results"]) == 0
+    out = capsys.readouterr().out
+    recorded, own = out.split("\nYour runs on the NVIDIA GeForce RTX 4090 (")
+    assert "Recorded results (not measured now):" in recorded and "4096x4096x4096" in own and "97.0%" in own
