@@ -334,10 +334,11 @@ def cmd_limits(args) -> int:
     from .limits import format_limits, run_all
     from .results import run_folder
 
+    folder = run_folder(args.out_dir, record=args.record)  # checked before the run, not after it
     device.require_gpu("Chapter 08's experiments")
     require_runs_here(get("07"))                 # they time rung 07's variants
 
-    path, data = run_all(n=args.size, folder=run_folder(args.out_dir, record=args.record))
+    path, data = run_all(n=args.size, folder=folder)
     print(format_limits(data))
     print(f"written to {path}")
     return 0
