@@ -1,16 +1,20 @@
 """The few calls every chapter notebook makes: run a rung here, or show what the H200 recorded.
 
-Without a GPU nothing is measured: the figures shown are read from results/ and
-labelled with their file and date, never presented as if they had just run.
+On a GPU, what it can run is measured now and labelled with the GPU; for what it cannot run (a feature
+it lacks, see :mod:`hgemm_course.target`), one line says why, and the recorded H200 figures follow.
+Without a GPU nothing is measured: the figures shown are read from results/ and labelled with their
+file and date, never presented as if they had just run.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import re
 from pathlib import Path
 
-from .device import has_gpu
-from .harness import bench, format_table, verify
-from .ladder import get
+from . import harness, target
+from .harness import format_table
+from .ladder import get, registry
 from .results import load_records
 
 
@@ -28,23 +32,235 @@ def show_recorded(*rungs: str, sizes=None) -> list[dict]:
     return rows
 
 
-def run_or_show(rung_ids, shapes, sizes) -> None:
-    """On a GPU: verify the last rung on shapes with tails, then time the rungs against cuBLAS.
-    Without one: compile the last rung for its target (its resource report), and show the recorded figures."""
-    rung = get(rung_ids[-1])
-    if has_gpu():
-        for shape in shapes:
-            print(verify(rung.id, *shape).raise_if_failed().summary())
-        print("measured now:")
-        print(format_table(bench(rung_ids, sizes)))
-        return
-    from .build import compile_cuda
+def _measured_on(t: target.Target) -> str:
+    """The label of a figure measured now on ``t``: its GPU, or, for another target's code run here with
+    ``--as``, that target's and the GPU that ran it."""
+    host = getattr(t, "host", None)
+    return f"measured now on {t.gpu}" if host is None else f"measured now: {t.arch}'s code run on the {host.gpu}"
 
-    module = compile_cuda(rung.source, name_expressions=rung.name_expressions, arch=rung.arch)
-    res = module.resources_of(rung.name_expressions[0])
-    print(f"no GPU here: {rung.name_expressions[0]} compiles for {rung.arch}: {res.registers} registers, "
-          f"{rung.extra['smem_bytes']} bytes of dynamic shared memory, {res.spills} bytes spilled; not run.")
-    show_recorded(*rung_ids, sizes=sizes)
+
+def bench_or_show(rung_ids, sizes) -> list[dict]:
+    """On a GPU: time the rungs it runs against cuBLAS in this process (``harness.bench``, each verified
+    first), printed as measured now on that GPU; for each rung it cannot run, the one line that says why
+    (``harness.refusal_here``), then the recorded H200 figures of those rungs. Without a GPU: the recorded
+    figures of all of them. Returns the rows printed, measured ones first."""
+    here = target.runnable()
+    if here is None:
+        return show_recorded(*rung_ids, sizes=sizes)
+    rungs = [get(r) for r in rung_ids]
+    refused = [(rung, why) for rung in rungs if (why := harness.refusal_here(rung)) is not None]
+    runs = [rung.id for rung in rungs if all(rung is not other for other, _ in refused)]
+    rows = []
+    if runs:
+        skipped: list = []        # stays empty: bench is asked only for what runs here
+        records = harness.bench(runs, sizes, skipped=skipped)
+        print(f"{_measured_on(here)}:")
+        print(format_table(records))
+        rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    for _, why in refused:
+        print(why)
+    if refused:
+        rows += show_recorded(*(rung.id for rung, _ in refused), sizes=sizes)
+    return rows
+
+
+def compile_report(rung_id: str, t: target.Target | None = None) -> list[dict]:
+    """Print what the rung's kernels sized for ``t`` (default: the current target) compile to, not run:
+    registers, dynamic shared memory, spills (``support.kernel_row``); or, where ``t`` cannot run the
+    rung, the one line that says why. Returns the kernels' rows."""
+    from .support import kernel_row
+
+    t = t or target.current()
+    rung = get(rung_id)
+    if (why := rung.refusal(t)) is not None:
+        print(f"{why}; not compiled")
+        return []
+    kernels = rung.kernels(t)
+    if not kernels:
+        print(f"rung {rung.id} is Numba CUDA (Python), which Numba compiles for the GPU when it runs; not run")
+        return []
+    print(f"rung {rung.id} compiled for {t.describe()}{f' ({t.arch})' if t.present else ''}, not run:")
+    rows = [kernel_row(k, t) for k in kernels]
+    for k in rows:
+        if "error" in k:
+            print(f"  {k['kernel']}: COMPILE ERROR: {k['error']}")
+            continue
+        built = f"PTX for {k['arch']}, JIT-compiled by the driver" if k["from_ptx"] else f"cubin for {k['arch']}"
+        print(f"  {k['kernel']} ({built}): {k['registers']} registers, {k['smem_dynamic']} bytes of dynamic "
+              f"shared memory, {k['spill_bytes']} bytes spilled")
+    return rows
+
+
+def run_or_show(rung_ids, shapes, sizes) -> None:
+    """A chapter's "run it and check it": its rung after the one before it.
+
+    On a GPU: verify the newest of ``rung_ids`` that this GPU runs on ``shapes`` (sizes with tails), then
+    :func:`bench_or_show` at ``sizes``: what it runs is timed against cuBLAS now, what it cannot run gets its
+    one-line refusal and its recorded H200 figures. Without a GPU: :func:`compile_report` of the last rung
+    for the current target, and the recorded figures."""
+    here = target.runnable()
+    if here is None:
+        print("no GPU here:", end=" ")
+        compile_report(rung_ids[-1], target.current())
+        show_recorded(*rung_ids, sizes=sizes)
+        return
+    runs = [rid for rid in rung_ids if harness.refusal_here(get(rid)) is None]
+    if runs:
+        for shape in shapes:
+            print(harness.verify(runs[-1], *shape).raise_if_failed().summary())
+    bench_or_show(rung_ids, sizes)
+
+
+def ceilings_or_show() -> dict | None:
+    """The roofs of chapter 00: on a GPU with mma.sync, measured now (``ceilings.measure_ceilings``, 30-60 s)
+    and labelled with the GPU; on one without, the one line that says why, then the newest recorded chain;
+    without a GPU, the recorded chain. Prints the copy bandwidth and cuBLAS's rate; returns the ceilings
+    (None where nothing is measured or recorded)."""
+    from . import ceilings as chain
+    from .roofline import recorded_ceilings
+
+    here = target.runnable()
+    why = None if here is None else here.refusal("measuring the ceiling chain", chain.NEEDS)
+    if here is not None and why is None:
+        ceilings = chain.measure_ceilings()
+        label = _measured_on(here)
+    else:
+        if why is not None:
+            print(f"{why}; the recorded H200 chain is shown instead")
+        ceilings = recorded_ceilings()
+        if ceilings is None:
+            print("No recorded ceilings yet: `hgemm-course ceilings` on a GPU records them.")
+            return None
+        label = f"RECORDED on the {ceilings['gpu']} ({ceilings['file']}, {ceilings['date'][:10]})"
+    print(f"{label}: copy {ceilings['bandwidth_gbs']:.0f} GB/s, cuBLAS fp16 {ceilings['cublas_tflops']:.0f} TFLOP/s")
+    return ceilings
+
+
+def limits_or_show(n: int = 8192) -> dict | None:
+    """Chapter 08's experiments on rung 07 (``limits.run_all``): run now on a GPU that runs rung 07, written
+    to ./hgemm-results/ and labelled with the GPU; otherwise the one line that says why (on a GPU) and the
+    newest recorded run (:func:`show_limits`). Returns the experiments' data."""
+    here = target.runnable()
+    why = harness.refusal_here(get("07"))
+    if here is None or why is not None:
+        if why is not None:
+            print(why)
+        return show_limits()
+    from .limits import format_limits, run_all
+
+    path, data = run_all(n=n)
+    print(f"{_measured_on(here)} (written to {path.name}):")
+    print(format_limits(data))
+    return data
+
+
+@contextlib.contextmanager
+def recorded_build():
+    """Build the block's kernels for the recorded H200's target (:data:`target.RECORDED`): the configurations
+    the chapter's prose and recorded figures describe, whatever GPU is here. Where the current target is
+    another, one line says so and how to see its own (``hgemm-course compile``). Nothing in the block may
+    launch a kernel: it is for compiling, counting and reading."""
+    here = target.current()
+    if (here.arch, here.smem_per_block) != (target.RECORDED.arch, target.RECORDED.smem_per_block):
+        print(f"compiled for {target.RECORDED.describe()}, where the chapter's figures were recorded, not for "
+              f"{here.describe()}{f' ({here.arch})' if here.present else ''}; `hgemm-course compile` shows what "
+              f"{here.arch} builds")
+    with target.use(target.RECORDED):
+        yield target.RECORDED
+
+
+_STAGES = re.compile(r"^\w+<(\d+), (\d+), \d+, (\d+)")     # TmaRing<BM, BN, BK, STAGES>, SwizzledStages<...>, ...
+
+
+def _config(kernel) -> str:
+    """A kernel's tiling in a few characters: ``256x128 s4`` (a 256x128 tile of C per CTA, a 4-stage ring),
+    read from the shared-memory struct it is built with; its name where it has none."""
+    m = _STAGES.match(kernel.smem_layout or "")
+    return f"{m[1]}x{m[2]} s{m[3]}" if m else kernel.name_expression
+
+
+def what_runs_where(arches=None) -> list[dict]:
+    """Every rung on each named target (default: all of :data:`target.KNOWN`), from real compiles for it with
+    NVRTC, no GPU needed (``support.rung_rows``, a few seconds per target). Prints a table, rung by target: the
+    tile and stages a rung is sized to there, or the architecture it needs; then what each target is and
+    each refusal in full. Returns one row per (rung, target): ``{"rung", "slug", "arch", "runs", "why",
+    "config", "kernels"}``, ``why`` being the rung's refusal for that target (None where it runs)."""
+    from .support import rung_rows
+
+    targets = [target.named(a) for a in arches] if arches is not None else list(target.KNOWN.values())
+    rungs = registry()
+    rows = []
+    for t in targets:
+        for r in rung_rows(t):
+            rung = rungs[r["rung"]]
+            errors = [k["error"] for k in r["kernels"] if "error" in k]
+            if not r["runs"]:
+                config = f"needs {rung.arch}"
+            elif r["backend"] == "numba":
+                config = "Numba"
+            elif errors:
+                config = "COMPILE ERR"
+            else:
+                first = rung.kernels(t)[0]
+                config = _config(first) + ("*" if r["kernels"][0]["from_ptx"] else "")
+            rows.append({"rung": r["rung"], "slug": r["slug"], "arch": t.arch, "runs": r["runs"] and not errors,
+                         "why": r["why"] or (errors[0] if errors else None), "config": config,
+                         "kernels": r["kernels"]})
+    print(_format_where(targets, rows))
+    return rows
+
+
+def _format_where(targets, rows: list[dict]) -> str:
+    """The table of :func:`what_runs_where`, then the targets, then each refusal once with the targets it holds for."""
+    width = max(13, *(len(r["config"]) + 1 for r in rows))
+    cell = {(r["rung"], r["arch"]): r for r in rows}
+    lines = [f"{'rung':<19}" + "".join(f"{t.arch:>{width}}" for t in targets)]
+    for rid, rung in registry().items():
+        lines.append(f"{rid + ' ' + rung.slug:<19}" + "".join(f"{cell[rid, t.arch]['config']:>{width}}" for t in targets))
+    lines.append("BMxBN sN: a BM x BN tile of C per CTA and N shared-memory stages, sized to the target's shared memory")
+    if any(r["config"].endswith("*") for r in rows):
+        lines.append("*: built as PTX for the oldest architecture with the rung's features (this NVRTC does not know "
+                     "the target's own), which the driver JIT-compiles")
+    lines += [f"{t.arch}: {t.gpu}, {t.smem_per_block // 1024} KiB of shared memory per CTA" for t in targets]
+    lines.append("why not:")
+    by_target = {t.arch: t for t in targets}
+    reasons: dict[str, list[str]] = {}
+    for r in rows:
+        if r["runs"]:
+            continue
+        lacks = by_target[r["arch"]].missing(get(r["rung"]).needs)
+        # a missing feature's line reads "<rung> needs <features>; <the target> does not have it"
+        reasons.setdefault(r["why"].partition("; ")[0] if lacks else r["why"], []).append(r["arch"])
+    lines += [f"  {why}: not on {', '.join(arches)}" for why, arches in reasons.items()]
+    return "\n".join(lines)
+
+
+def tensor_instructions(rungs=("cublas", "07"), size: int = 8192) -> list[dict]:
+    """From the recorded profiles (``hgemm-course profile``) at size^3: the kernel each of ``rungs`` ran and the
+    instructions that fed its tensor cores: tensor-pipe instructions, of them wgmma reading shared memory
+    (ncu counts them as gmma), and ldmatrix loads (mma.sync's operands). Prints one line each; returns them."""
+    from .profile import recorded_profile
+
+    rows = []
+    for rung in rungs:
+        record = recorded_profile(rung, M=size)
+        if record is None:
+            print(f"No recorded profile of {rung} at {size}^3 yet: `hgemm-course profile {rung} --size {size}` "
+                  "on a GPU records one.")
+            continue
+        smem = record.get("smem") or {}
+        row = {"rung": rung, "kernel": record["kernel"], "file": record["file"], "gpu": record["gpu"],
+               "tensor_instructions": record["tensor_instructions"],
+               "wgmma": (smem.get("gmma") or {}).get("instructions") or 0,
+               "ldmatrix": (smem.get("ldsm") or {}).get("instructions") or 0,
+               "top_stall": record["top_stalls"][0]["reason"] if record.get("top_stalls") else None}
+        rows.append(row)
+        name = row["kernel"].removeprefix("void ").split("(")[0]
+        print(f"RECORDED on the {row['gpu']} ({row['file']}, {record['date'][:10]}), {size}^3: "
+              f"{'cuBLAS' if rung == 'cublas' else 'rung ' + rung} ran {name}")
+        print(f"  {row['tensor_instructions']:>13,.0f} tensor-pipe instructions: {row['wgmma']:,.0f} wgmma from shared "
+              f"memory, {row['ldmatrix']:,.0f} ldmatrix; its warps stalled most on {row['top_stall']}")
+    return rows
 
 
 def model_vs_hardware(check: str) -> list[dict]:
