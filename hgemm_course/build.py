@@ -85,7 +85,7 @@ class CompiledModule:
         """The kernel as a ``cupy.RawKernel`` (needs a GPU): from the cubin where the GPU present is the
         architecture it was built for, else from its PTX, which the driver JIT-compiles for the GPU."""
         here = target.present()
-        image = (self.cubin, ".cubin") if here is not None and here.arch == self.arch else (self.ptx.encode(), ".ptx")
+        image = (self.cubin, ".cubin") if here is None or here.arch == self.arch else (self.ptx.encode(), ".ptx")
         return _raw_module(*image).get_function(self.lowered.get(name_expression, name_expression))
 
 
