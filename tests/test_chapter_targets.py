@@ -7,20 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FAKE_GPUS
 from hgemm_course import ceilings, chapter, device, harness, limits, target
-from hgemm_course.device import GpuInfo
 from hgemm_course.harness import BenchRecord, VerifyResult
 from hgemm_course.ladder import get, registry
 from hgemm_course.roofline import recorded_ceilings
 
-KIB = 1024
-FAKE_GPUS = {
-    "RTX 4090": GpuInfo("NVIDIA GeForce RTX 4090", (8, 9), 128, 72 * 2**20, 100 * KIB, 99 * KIB, 65536, 2520000,
-                        24 * 2**30, 1536),
-    "RTX 5080": GpuInfo("NVIDIA GeForce RTX 5080", (12, 0), 84, 64 * 2**20, 100 * KIB, 99 * KIB, 65536, 2617000,
-                        16 * 2**30, 1536),
-    "T4": GpuInfo("Tesla T4", (7, 5), 40, 4 * 2**20, 64 * KIB, 64 * KIB, 65536, 1590000, 16 * 2**30, 1024),
-}
 ARCHES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100", "sm_120"]
 
 

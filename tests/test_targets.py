@@ -5,25 +5,12 @@ import json
 import numpy as np
 import pytest
 
+from conftest import FAKE_GPUS
 from hgemm_course import NoGPUError, api, device, harness, target
 from hgemm_course.cli import main
-from hgemm_course.device import GpuInfo
 from hgemm_course.ladder import get, registry
 from hgemm_course.target import KNOWN, RECORDED, features_of, lowest_arch, named
 
-KIB = 1024
-
-# The GPUs a learner brings, as their drivers describe them (compute capability, SMs, L2, shared memory).
-FAKE_GPUS = {
-    "A100": GpuInfo("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 * 2**20, 164 * KIB, 163 * KIB, 65536, 1410000,
-                    40 * 2**30, 2048),
-    "RTX 4090": GpuInfo("NVIDIA GeForce RTX 4090", (8, 9), 128, 72 * 2**20, 100 * KIB, 99 * KIB, 65536, 2520000,
-                        24 * 2**30, 1536),
-    "RTX 5080": GpuInfo("NVIDIA GeForce RTX 5080", (12, 0), 84, 64 * 2**20, 100 * KIB, 99 * KIB, 65536, 2617000,
-                        16 * 2**30, 1536),
-    "B200": GpuInfo("NVIDIA B200", (10, 0), 148, 126 * 2**20, 228 * KIB, 227 * KIB, 65536, 1965000, 180 * 2**30, 2048),
-    "T4": GpuInfo("Tesla T4", (7, 5), 40, 4 * 2**20, 64 * KIB, 64 * KIB, 65536, 1590000, 16 * 2**30, 1024),
-}
 # What each runs past the Numba rungs 01-02 (by the features the rungs declare).
 RUNS = {"A100": ["03", "04", "05", "06"], "RTX 4090": ["03", "04", "05", "06"],
         "RTX 5080": ["03", "04", "05", "06", "07"], "B200": ["03", "04", "05", "06", "07"], "T4": []}
