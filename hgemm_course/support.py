@@ -52,3 +52,33 @@ def format_rung_rows(t: Target, rows: list[dict]) -> str:
             lines.append(f"{r['rung']:<5} {'yes':<4} {k['kernel'][:52]:<52} {k['smem_dynamic']:>8} {k['registers']:>5} "
                          f"{k['spill_bytes']:>6}  {built}")
     return "\n".join(lines)
+
+
+# README's table of what runs where: the architectures a learner is most likely to bring, oldest first.
+README_ARCHES = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100", "sm_120")
+TARGETS_BEGIN = "<!-- targets-table:begin (written by `hgemm_course.support.targets_markdown()`; do not edit by hand) -->"
+TARGETS_END = "<!-- targets-table:end -->"
+
+
+def _cell(rung, t: Target) -> str:
+    if rung.refusal(t) is not None:
+        return f"no (needs {rung.arch}{'' if rung.arch.endswith('a') else ' or later'})"
+    kernels = rung.kernels(t)
+    if not kernels:
+        return "yes"
+    k = kernels[0]
+    bm, bn, *_ = k.template_args
+    stages = f", {k.template_args[5]} stages" if rung.id <= "07" else ""
+    return f"{bm}x{bn}{stages}, {k.smem_bytes // 1024} KiB"
+
+
+def targets_markdown(arches=README_ARCHES) -> str:
+    """Rung by architecture: the tile, ring and shared memory each rung is sized to there, or what it needs."""
+    from .target import named
+
+    targets = [named(a) for a in arches]
+    lines = ["| rung | " + " | ".join(f"{t.arch} ({t.gpu})" for t in targets) + " |",
+             "|---|" + "---|" * len(targets)]
+    for rung in registry().values():
+        lines.append(f"| {rung.id} {rung.slug} | " + " | ".join(_cell(rung, t) for t in targets) + " |")
+    return "\n".join(lines)

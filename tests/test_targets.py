@@ -332,3 +332,12 @@ def test_results_show_the_learners_own_runs_beside_the_recorded_ones(tmp_path, m
     out = capsys.readouterr().out
     recorded, own = out.split("\nYour runs on the NVIDIA GeForce RTX 4090 (")
     assert "Recorded results (not measured now):" in recorded and "4096x4096x4096" in own and "97.0%" in own
+
+
+def test_readmes_table_of_what_runs_where_is_the_one_the_rungs_give():
+    from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.support import TARGETS_BEGIN, TARGETS_END, targets_markdown
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    table = readme[readme.index(TARGETS_BEGIN) + len(TARGETS_BEGIN):readme.index(TARGETS_END)].strip()
+    assert table == targets_markdown(), "README's table is out of date: paste support.targets_markdown()"
