@@ -17,7 +17,9 @@
 //   your own copy:     hgemm-course check ex03_wmma --path my_ex03.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex03"))
 // The checker compiles the file for the GPU here if it runs rung 03 (else for the recorded H200) and
-// inspects the PTX; on such a GPU it also runs your kernel and compares C, else it could not check it.
+// inspects the PTX, then plays your region on the CPU through a model of the fragments (which rows
+// and columns each acc[i][j] adds up); on such a GPU it also runs your kernel and compares C, else it
+// could not check it.
 // Rung 03: tensor cores through nvcuda::wmma. A CTA stages (BM, BK) slices of A and (BK, BN)
 // slices of B in shared memory with cp.async (a STAGES-deep ring; 2 is double buffering),
 // rows padded by 8 halves (16 bytes) so the 8 rows of every tensor-core load fall in 8

@@ -22,6 +22,7 @@ The kernel keeps the A tile row-major in shared memory: 16 rows of 32 bytes, two
 Extra question: a B fragment kept transposed in shared memory, 8 rows n of 16 k (two chunks per
 row, chunk 0 is k 0-7), loaded with one ldmatrix.x2 into b0 and b1. Which (row, chunk) does each
 of lanes 0-15 supply? (Lanes 16-31: any valid row and chunk.)
+Optional: the checker checks it once it no longer raises NotImplementedError, and says so.
 
 Check it:  hgemm-course check ex04_ldmatrix
   (checks ./ex04_ldmatrix.py, else ./exercises/ex04_ldmatrix.py, else the course's copy; it prints which)

@@ -2,7 +2,7 @@
 //
 // This file is the rung-05 kernel with the addresses of its shared-memory tiles cut out: where the
 // cp.async copies store each 16-byte chunk of A and B, and where each lane points ldmatrix, plus one
-// extra question at its end. The stubs store and read the tiles unswizzled (plain row-major): the
+// optional extra question at its end. The stubs store and read the tiles unswizzled (plain row-major): the
 // kernel is right, and slow. The hardware facts:
 //
 //   banks        shared memory has 32 banks of 4 bytes; a 128-byte row of halves covers each bank once,

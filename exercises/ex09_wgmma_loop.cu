@@ -1,6 +1,6 @@
 // Exercise 09, kernel: rung 09's wgmma main loop (hgemm_course/kernels/k09_wgmma.cu).
 //
-// This file is the rung-09 kernel with two regions cut out, plus one extra question at its end.
+// This file is the rung-09 kernel with two regions cut out, plus one optional extra question at its end.
 // wgmma.mma_async is issued by a whole warpgroup (128 threads) and is asynchronous: it returns
 // before its products are done, and meanwhile the tensor cores read A and B from shared memory
 // through 64-bit descriptors and accumulate into the warpgroup's registers. Three instructions

@@ -21,6 +21,7 @@ Extra question: SWIZZLE_64B, for tiles whose rows are 64 bytes (4 chunks; a 32-h
 pattern repeats every 512 bytes and again XORs address bits 4-5 (the chunk) with higher
 address bits. Which physical chunk (0-3) stores logical chunk c of row r? Mind that 8 rows
 of 64 bytes no longer span 8 different 128-byte lines of banks.
+Optional: the checker checks it once it no longer raises NotImplementedError, and says so.
 
 Check it:  hgemm-course check ex05_swizzle
   (checks ./ex05_swizzle.py, else ./exercises/ex05_swizzle.py, else the course's copy; it prints which)

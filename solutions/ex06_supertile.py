@@ -19,6 +19,7 @@ Write the decode from a launch slot to its tile.
 
 Extra question: the inverse. A profiler names a slow tile (bid_m, bid_n): in which launch slot
 did its CTA start?
+Optional: the checker checks it once it no longer raises NotImplementedError, and says so.
 
 Check it:  hgemm-course check ex06_supertile
   (checks ./ex06_supertile.py, else ./exercises/ex06_supertile.py, else the course's copy; it prints which)

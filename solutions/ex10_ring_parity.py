@@ -33,6 +33,7 @@ Write both functions, with `stages` for STAGES:
 Extra question: rung 11 makes the CTA persistent. It computes tile after tile, k_tiles slices
 each, and its ring runs on across tiles: the slice counter is never reset. Which (stage, parity)
 does a consumer wait for before slice kt of the CTA's tile number tile_index (0, 1, 2, ...)?
+Optional: the checker checks it once it no longer raises NotImplementedError, and says so.
 
 Check it:  hgemm-course check ex10_ring_parity
   (checks ./ex10_ring_parity.py, else ./exercises/ex10_ring_parity.py, else the course's copy; it prints which)

@@ -20,6 +20,7 @@ def test_solution_passes_the_cpu_part():
     result = check("ex03", ROOT / "solutions" / "ex03_wmma.cu", gpu=False)
     assert result.verdict == "could not check", str(result)
     assert "no spills" in result.message and "the CPU part passed" in result.unchecked
+    assert "the fragment model ran your region for warps" in result.message
 
 
 def test_untouched_exercise_fails_with_the_hint():
@@ -53,6 +54,29 @@ def test_unpadded_leading_dimension_is_caught(tmp_path):
     assert "leading dimension [64]" in result.message and "A_LD = 72" in result.message
 
 
+def test_a_wrong_fragment_pairing_fails_on_the_cpu(tmp_path):
+    """b_frag[i] for b_frag[j]: the counts and strides are right, but the fragment model plays the region and finds
+    acc[0][1] multiplied by the wrong B columns, without a GPU."""
+    wrong = MMA.replace("b_frag[j]", "b_frag[i]")
+    result = check("ex03", _mine(tmp_path, SOLUTION.replace(MMA, wrong)), gpu=False)
+    assert result.verdict == "FAIL", str(result)
+    assert "acc[0][1] does not hold what the kernel's does" in result.message
+    assert "(a_frag[0] of k-step 0 @ b_frag[1] of k-step 0)" in result.message          # what it needs
+    assert "(a_frag[0] of k-step 0 @ b_frag[0] of k-step 0)" in result.message          # what it gets
+
+
+@pytest.mark.parametrize("old, new, says", [
+    ("b_tile + kk * 16 * B_LD + warp_n * WN + j * 16", "b_tile + kk * 16 * B_LD + warp_n * WN", "acc[0][1] does not"),
+    ("(warp_m * WM + i * 16) * A_LD", "(warp_n * WM + i * 16) * A_LD", "acc[0][0] does not"),
+    (MMA, MMA.replace("acc[i][j]);", "acc[0][0]);"), "It lost what it held before the slice"),
+    (MMA, "wmma::mma_sync(acc[i][j & ~1], a_frag[i], b_frag[j & ~1], acc[i][j & ~1]);", "(1 times too many)"),
+])
+def test_the_fragment_model_catches_offsets_and_sums(old, new, says, tmp_path):
+    assert SOLUTION.count(old) == 1
+    result = check("ex03", _mine(tmp_path, SOLUTION.replace(old, new)), gpu=False)
+    assert result.verdict == "FAIL" and says in result.message, str(result)
+
+
 def test_a_function_is_refused():
     result = check("ex03", lambda: None)
     assert result.verdict == "FAIL" and "pass the path of your .cu file" in result.message
@@ -66,8 +90,10 @@ def test_solution_runs_right_on_the_gpu():
 
 
 @pytest.mark.gpu
-def test_wrong_fragment_offset_is_a_wrong_element_on_the_gpu(tmp_path):
-    text = SOLUTION.replace("b_tile + kk * 16 * B_LD + warp_n * WN + j * 16", "b_tile + kk * 16 * B_LD + warp_n * WN")
+def test_a_mistake_out_of_the_models_reach_is_a_wrong_element_on_the_gpu(tmp_path):
+    """CTA column 1 skips its products: the fragment model has no blockIdx, the GPU run finds C wrong."""
+    first_load = "#pragma unroll\n            for (int i = 0; i < FRAG_M; ++i) {\n                wmma::load_matrix_sync(a_frag[i]"
+    text = SOLUTION.replace(first_load, "if (blockIdx.x == 1) break;\n" + first_load)
     result = check("ex03", _mine(tmp_path, text), gpu=True)
     assert result.verdict == "FAIL"
     assert "first wrong element C[" in result.message

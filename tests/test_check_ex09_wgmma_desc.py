@@ -25,7 +25,8 @@ def make(*, enc=encode, swizzle_shift=62, codes=SWIZZLE_CODES, swap=False, extra
 def test_solution_passes():
     result = check("ex09", ROOT / "solutions" / "ex09_wgmma_desc.py")
     assert result.passed, str(result)
-    assert "All 3104 cases right" in result.message  # 3048 of the descriptor, 56 of the extra question
+    assert "All 3048 cases right: wgmma_descriptor" in result.message
+    assert "Extra question, a_descriptor(): all 56 cases right" in result.message
 
 
 def test_untouched_exercise_fails_with_its_hint():

@@ -29,8 +29,9 @@ GPUS = {
                   threads_per_sm=1024),
 }
 NO_GPU = "the NVIDIA driver sees no GPU"
-WRONG_MMA = ("wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);",
-             "wmma::mma_sync(acc[i][j], a_frag[i], b_frag[i], acc[i][j]);")
+FIRST_LOAD = "#pragma unroll\n            for (int i = 0; i < FRAG_M; ++i) {\n                wmma::load_matrix_sync(a_frag[i]"
+SKIPPED_CTA = ("if (blockIdx.x == 1) break;   // CTA column 1 adds nothing: wrong, and out of the host model's reach\n"
+               + FIRST_LOAD)
 
 
 def _fake(monkeypatch, gpu: str | None) -> None:
@@ -158,13 +159,14 @@ def test_a_launch_of_another_instantiation_is_could_not_check(monkeypatch):
 
 
 def test_without_a_gpu_a_wrong_kernel_is_could_not_check_not_pass(monkeypatch, capsys, tmp_path, no_launch):
-    """b_frag[i] for b_frag[j] multiplies the wrong pairs: the CPU part cannot see it (the counts and strides are
-    right), so without a GPU the verdict says that the kernel was not run, and the exit code is 2, not 0."""
+    """A region that skips the products of one CTA column (blockIdx, which the host model has not) is wrong in a way
+    the CPU part cannot see (the counts and strides are right, the fragment model cannot run it), so without a GPU
+    the verdict says that the kernel was not run, and the exit code is 2, not 0."""
     _fake(monkeypatch, None)
     solution = _solution("ex03_wmma").read_text()
-    assert solution.count(WRONG_MMA[0]) == 1
+    assert solution.count(FIRST_LOAD) == 1
     wrong = tmp_path / "ex03_wmma.cu"
-    wrong.write_text(solution.replace(*WRONG_MMA))
+    wrong.write_text(solution.replace(FIRST_LOAD, SKIPPED_CTA))
     assert run_check("ex03", wrong) == 2
     out = capsys.readouterr().out.splitlines()
     assert out[1] == f"ex03_wmma: could not check: the CPU part passed, but the kernel was not run: there is no GPU " \

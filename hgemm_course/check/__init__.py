@@ -1,17 +1,22 @@
 """Exercise checkers: ``check("ex05", my_function)`` in a notebook, ``hgemm-course check ex05``
 in a shell.
 
-Two kinds of exercise: a Python function (:data:`EXERCISES`, checked in a child process with a
-time and a memory limit, :mod:`.child`) and a kernel fragment, a rung's whole ``.cu`` file with
-regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`: compiled here for the
-target it is checked on, the regions run on the CPU through :mod:`.host_model` where a model can stand
-in for the GPU, the kernel run on a GPU in a child process; where no GPU here runs the rung, the verdict
-is "could not check"). ``exercises/`` and ``solutions/`` are generated from one
-source per exercise by :mod:`.generate`.
+Two kinds of exercise: a Python function (:data:`EXERCISES`, run in a child process with a time and
+a memory limit that only answers the checker's calls, :mod:`.child`) and a kernel fragment, a rung's
+whole ``.cu`` file with regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`:
+compiled in a child process for the target it is checked on, the regions run on the CPU through
+:mod:`.host_model` where a model can stand in for the GPU, the kernel run on a GPU in a child process
+that only produces C; where no GPU here runs the rung, the verdict is "could not check").
+``exercises/`` and ``solutions/`` are generated from one source per exercise by :mod:`.generate`.
+
+The verdict is decided in the caller's process, where no learner code runs, from plain data the
+children send back; every process a check starts ends with it (:mod:`.sandbox`), and a change to the
+course's files or results during a check fails it (:mod:`.watch`).
 
 Every checker compares the learner's function with the course's reference over the whole
 valid domain (exhaustively, or on many random cases where the domain is large), stops at
-the first wrong input, and says what was expected, what came back and why it matters.
+the first wrong input, and says what was expected, what came back and why it matters. An extra
+question is optional everywhere: checked once written, and a pass says which parts were checked.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from typing import Callable
 from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex05_swizzle_kernel, ex06_supertile
 from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
 from . import ex11_persistent, ex11_tile_loop, ex12_streamk
-from .child import TIMEOUT_S, run_in_child
+from .child import TIMEOUT_S, checked_timeout, run_in_child
 from .feedback import CheckResult, Exercise, Failure
 from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise, check_kernel
 from .loader import learner_file
@@ -49,9 +54,6 @@ KERNEL_EXERCISES: dict[str, str] = {name: ex.description for name, ex in _KERNEL
 
 ALL_EXERCISES: dict[str, str] = dict(sorted({**EXERCISES, **KERNEL_EXERCISES}.items()))
 """Both kinds, in course order."""
-
-FIGURE_DIR = Path(tempfile.gettempdir()) / "hgemm-course-check"
-
 
 def resolve(exercise: str) -> str:
     """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05``, ``5`` or ``swizzle``.
@@ -84,12 +86,14 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
     defines it, or ``None`` for the learner's copy: ``./<exercise>.py`` or
     ``./exercises/<exercise>.py`` in the current folder, else ``exercises/<exercise>.py`` of the
     checkout. With ``draw=True`` the exercises that have a picture (swizzle, super-tile) save
-    the learner's map next to the reference in ``figure_dir`` (default: a folder in the
-    system's temp directory) and return its path in ``CheckResult.figure``.
+    the learner's map next to the reference as ``<exercise>.png`` in ``figure_dir`` (default: a new
+    private folder in the system's temp directory), never through a symbolic link, and return its
+    path in ``CheckResult.figure``.
 
-    The learner's code runs in a child process with ``timeout`` seconds (default 60) and 4 GiB
-    of memory: an exit, a crash, a hang or a huge allocation there is a FAIL that says what
-    happened, and never reaches the caller.
+    The learner's code runs in a child process with ``timeout`` seconds (default 60; from 1 to 3600)
+    and 4 GiB of memory, and only answers the checker's calls: the verdict is decided here. An exit,
+    a crash, a hang, a huge allocation, a signal sent to the checker there is a FAIL that says what
+    happened, and never reaches the caller; every process it started is gone when the check returns.
 
     A kernel exercise takes the path of a ``.cu`` file (default: the learner's copy, found the
     same way); ``gpu`` says whether to run it too (default: when a GPU here runs the rung), within
@@ -97,31 +101,44 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
     check" (``CheckResult.unchecked`` says why) when the CPU part found nothing wrong.
     """
     name = resolve(exercise)
-    _require_positive(timeout)
     if name in _KERNEL_REGISTRY:
+        timeout = checked_timeout(timeout, GPU_TIMEOUT_S)
         if callable(func_or_path):
             return CheckResult(name, False, f"{name} is a kernel exercise: pass the path of your .cu file "
                                f"(or nothing, for exercises/{name}.cu), not a function.")
-        return check_kernel(_KERNEL_REGISTRY[name], func_or_path, gpu=gpu, timeout=timeout or GPU_TIMEOUT_S)
+        return check_kernel(_KERNEL_REGISTRY[name], func_or_path, gpu=gpu, timeout=timeout)
     spec = _REGISTRY[name]
-    draw_to = Path(figure_dir or FIGURE_DIR).resolve() / f"{name}.png" if draw else None
+    timeout = checked_timeout(timeout, TIMEOUT_S)
+    draw_to = _figure_path(name, figure_dir) if draw and spec.draw is not None else None
     if callable(func_or_path):
-        return run_in_child(spec, func=func_or_path, draw_to=draw_to, timeout=timeout or TIMEOUT_S)
+        return run_in_child(spec, func=func_or_path, draw_to=draw_to, timeout=timeout)
     try:
         source = learner_file(f"{name}.py", func_or_path)
     except Failure as failure:
         return CheckResult(name, False, failure.message, failure.first_failure)
-    return run_in_child(spec, source=source, draw_to=draw_to, timeout=timeout or TIMEOUT_S)
+    return run_in_child(spec, source=source, draw_to=draw_to, timeout=timeout)
+
+
+def _figure_path(name: str, figure_dir: str | Path | None) -> Path:
+    """Where the picture goes: ``<name>.png`` in ``figure_dir``, else in a new private temporary folder;
+    a ValueError when that path is a symbolic link (the checker never writes through one)."""
+    folder = Path(figure_dir).expanduser() if figure_dir else Path(tempfile.mkdtemp(prefix="hgemm-course-figures-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder.resolve() / f"{name}.png"
+    if path.is_symlink():
+        raise ValueError(f"{path} is a symbolic link; the checker does not write a picture through one. "
+                         "Remove it, or give another folder.")
+    return path
 
 
 def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = False,
               timeout: float | None = None) -> int:
     """Print which file is checked and the verdict on it; 0 if it passes, 1 if it fails, 2 if it
-    could not be checked (no such exercise or file: one line says what to do; a kernel exercise whose
-    kernel no GPU here runs: its headline says why, below it what the CPU part checked)."""
+    could not be checked (no such exercise or file, a timeout outside 1-3600 s: one line says what to do;
+    a kernel exercise whose kernel no GPU here runs: its headline says why, below it what the CPU part checked)."""
     try:
         name = resolve(exercise)
-        _require_positive(timeout)
+        checked_timeout(timeout, TIMEOUT_S)
         source = learner_file(f"{name}.cu" if name in _KERNEL_REGISTRY else f"{name}.py", path)
         print(f"checking {_shown(source)}", flush=True)
         result = check(name, source, draw=draw, timeout=timeout)
@@ -133,11 +150,6 @@ def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = Fal
         return 2
     print(result)
     return result.exit_code
-
-
-def _require_positive(timeout: float | None) -> None:
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"The timeout must be a positive number of seconds, not {timeout:g}.")
 
 
 def _shown(path: Path) -> str:

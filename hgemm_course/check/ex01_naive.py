@@ -56,6 +56,9 @@ def verify(learner: Learner) -> str:
         rows, cols = grid[1] * block_dim[1], grid[0] * block_dim[0]
         owner: dict[tuple[int, int], dict] = {}
         first_wrong = None
+        learner.plan([{"block_idx": (bx, by), "block_dim": block_dim, "thread_idx": (tx, ty)}
+                      for by in range(grid[1]) for bx in range(grid[0])
+                      for ty in range(block_dim[1]) for tx in range(block_dim[0])])
         for by in range(grid[1]):
             for bx in range(grid[0]):
                 for ty in range(block_dim[1]):

@@ -38,6 +38,7 @@ def verify(learner: Learner) -> str:
     for threads, tile_rows, tile_cols, vec in SHAPES:
         shape = {"threads": threads, "tile_rows": tile_rows, "tile_cols": tile_cols, "vec": vec}
         loads = {}
+        learner.plan([{"tid": tid, **shape} for tid in range(threads)])
         for tid in range(threads):
             args = {"tid": tid, **shape}
             loads[tid] = _loads(learner, args)

@@ -8,7 +8,7 @@ much of the mma's result that spoils.
 """
 from __future__ import annotations
 
-from .feedback import Exercise, Failure, Learner, as_int_pair, check_extra, format_call, mismatch, passed_message
+from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, mismatch, passed_message, with_extra
 
 FUNCTION = "ldmatrix_x4_src_row"
 EXTRA = "ldmatrix_x2_b_src_row"     # the extra question: B's fragment through ldmatrix.x2
@@ -36,10 +36,10 @@ def verify(learner: Learner) -> str:
         if got != _expected(lane):
             args = {"lane": lane}
             raise mismatch(format_call(FUNCTION, args), args, _expected(lane), got, _explain(lane, rows))
-    extra_cases, note = check_extra(learner, EXTRA, verify_b)
-    return passed_message(LANES + extra_cases, "ldmatrix.x4 fills registers 0-3 of every lane with a0..a7 of the "
-                          "m16n8k16 A fragment, and ldmatrix.x2 b0, b1 from the transposed B tile, so mma.sync "
-                          "computes A @ B", note)
+    passed = passed_message(LANES, f"{FUNCTION}: ldmatrix.x4 fills registers 0-3 of every lane with a0..a7 of the "
+                            "m16n8k16 A fragment, so mma.sync reads A right")
+    return with_extra(learner, passed, EXTRA, verify_b, "ldmatrix.x2 fills b0, b1 from the transposed B tile, so "
+                      "mma.sync computes A @ B")
 
 
 def verify_b(learner: Learner) -> int:

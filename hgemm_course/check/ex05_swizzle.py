@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .feedback import Exercise, Learner, as_int, check_extra, format_call, mismatch, passed_message
+from .feedback import Exercise, Learner, as_int, format_call, mismatch, passed_message, with_extra
 
 FUNCTION = "swizzle_128b"
 EXTRA = "swizzle_64b"       # the extra question: TMA's SWIZZLE_64B on 64-byte rows
@@ -35,6 +35,7 @@ def conflict_ways(physical_chunks: list[int]) -> int:
 
 
 def verify(learner: Learner) -> str:
+    learner.plan([{"row": row, "chunk": chunk} for row in range(ROWS) for chunk in range(CHUNKS)])
     for row in range(ROWS):
         got_row = []
         for chunk in range(CHUNKS):
@@ -54,16 +55,16 @@ def verify(learner: Learner) -> str:
             got_row.append(got)
             if got != expected:
                 raise mismatch(call, args, expected, got, _explain(learner, row, chunk))
-    extra_cases, note = check_extra(learner, EXTRA, verify_64b)
-    return passed_message(ROWS * CHUNKS + extra_cases, "chunk ^ (row % 8): any 8 consecutive rows reading the same "
-                          "logical chunk hit 8 different physical chunks, so ldmatrix is conflict-free; and "
-                          "SWIZZLE_64B's chunk ^ (row // 2 % 4) on 64-byte rows", note)
+    passed = passed_message(ROWS * CHUNKS, f"{FUNCTION}: any 8 consecutive rows reading the same logical chunk hit "
+                            "8 different physical chunks, so ldmatrix is conflict-free, and the map is TMA's SWIZZLE_128B")
+    return with_extra(learner, passed, EXTRA, verify_64b, "TMA's SWIZZLE_64B on 64-byte rows, rows 0-255")
 
 
 def verify_64b(learner: Learner) -> int:
     """The extra question, exhaustively over rows 0-255, against ``sim.swizzle(row, chunk, 64)``."""
     from ..sim.swizzle import swizzle
 
+    learner.plan([{"row": row, "chunk": chunk} for row in range(ROWS) for chunk in range(4)])
     for row in range(ROWS):
         for chunk in range(4):
             args = {"row": row, "chunk": chunk}

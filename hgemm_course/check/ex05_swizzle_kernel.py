@@ -251,10 +251,10 @@ def structural(compiled: Compiled) -> str:
     check_reads(trace, layout, shown, t)
     check_banks(trace, shown, t)
     check_layout(layout, shown, t)
-    check_extra(trace["extra"], shown)
+    extra = compiled.extra_question("swizzle_32b", lambda: check_extra(trace["extra"], shown))
     return ("the host model ran your regions for every thread: each ldmatrix lane reads the chunk its mma needs "
             "where a copy stored it, every copy and ldmatrix takes its ideal wavefronts, the layout is TMA's "
-            "SWIZZLE_128B; swizzle_32b is right")
+            f"SWIZZLE_128B; {extra}")
 
 
 EXERCISE = KernelExercise(

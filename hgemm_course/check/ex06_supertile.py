@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .feedback import Exercise, Learner, as_int, as_int_pair, check_extra, format_call, mismatch, passed_message
+from .feedback import Exercise, Learner, as_int, as_int_pair, format_call, mismatch, passed_message, with_extra
 
 FUNCTION = "supertile_decode"
 EXTRA = "supertile_slot"        # the extra question: the inverse, tile -> launch slot
@@ -43,17 +43,18 @@ def verify(learner: Learner) -> str:
     cases = 0
     for grid_m, grid_n, super_m, super_n in _cases():
         shape = {"grid_m": grid_m, "grid_n": grid_n, "super_m": super_m, "super_n": super_n}
-        for block_id, expected in enumerate(_reference_order(**shape)):
+        order = _reference_order(**shape)
+        learner.plan([{"block_id": block_id, **shape} for block_id in range(len(order))])
+        for block_id, expected in enumerate(order):
             args = {"block_id": block_id, **shape}
             got = _decode(learner, args)
             cases += 1
             if got != expected:
                 raise mismatch(format_call(FUNCTION, args), args, expected, got,
                                _explain(learner, args, expected, got))
-    extra_cases, note = check_extra(learner, EXTRA, verify_slot)
-    cases += extra_cases
-    return passed_message(cases, "n runs fastest inside a super tile and super tiles go n-fastest; "
-                          "blocks of partial edge super tiles outside the grid exit; and each tile's slot back", note)
+    passed = passed_message(cases, f"{FUNCTION}: n runs fastest inside a super tile and super tiles go n-fastest; "
+                            "blocks of partial edge super tiles outside the grid exit")
+    return with_extra(learner, passed, EXTRA, verify_slot, "each tile's launch slot, the inverse of the decode")
 
 
 def verify_slot(learner: Learner) -> int:
@@ -61,7 +62,9 @@ def verify_slot(learner: Learner) -> int:
     cases = 0
     for grid_m, grid_n, super_m, super_n in _cases():
         shape = {"grid_m": grid_m, "grid_n": grid_n, "super_m": super_m, "super_n": super_n}
-        for block_id, tile in enumerate(_reference_order(**shape)):
+        order = _reference_order(**shape)
+        learner.plan([{"bid_m": tile[0], "bid_n": tile[1], **shape} for tile in order if tile[0] >= 0])
+        for block_id, tile in enumerate(order):
             if tile[0] < 0:
                 continue
             args = {"bid_m": tile[0], "bid_n": tile[1], **shape}

@@ -62,6 +62,7 @@ def verify(learner: Learner) -> str:
     from ..sim import ctas_per_sm
 
     cases = _cases()
+    learner.plan([{"threads": threads, "regs_per_thread": regs, "smem_bytes": smem} for threads, regs, smem in cases])
     for threads, regs, smem in cases:
         args = {"threads": threads, "regs_per_thread": regs, "smem_bytes": smem}
         call = format_call(FUNCTION, args)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from .feedback import Exercise, Failure, Learner, as_int, check_extra, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int, format_call, passed_message, with_extra
 
 FUNCTION = "wgmma_descriptor"
 EXTRA = "a_descriptor"          # the extra question: A's descriptor for other row widths
@@ -89,6 +89,7 @@ def _cases() -> list[tuple[dict, str]]:
 
 def verify(learner: Learner) -> str:
     cases = _cases()
+    learner.plan([args for args, _ in cases])
     for args, what in cases:
         call = format_call(FUNCTION, args)
         got = as_int(learner(**args), call, args, "an int (the 64-bit descriptor)")
@@ -97,10 +98,9 @@ def verify(learner: Learner) -> str:
             raise Failure(f"{call} ({what}): expected {expected:#018x}, got {_hex(got)}.\n"
                           + explain(args, expected, got),
                           {"input": args, "expected": expected, "got": got})
-    checked, note = check_extra(learner, EXTRA, verify_a)
-    return passed_message(len(cases) + checked, "start address, leading and stride byte offsets ((x & 0x3FFFF) >> 4 at "
-                          "bits 0, 16 and 32) and the swizzle mode (bits 62-63) all where wgmma reads them, as "
-                          "rung 09 encodes them; and A's descriptors for rows of 128, 64 and 32 bytes", note)
+    passed = passed_message(len(cases), f"{FUNCTION}: start address, leading and stride byte offsets and the swizzle "
+                            "mode all where wgmma reads them, as rung 09 encodes them")
+    return with_extra(learner, passed, EXTRA, verify_a, "A's descriptors for rows of 128, 64 and 32 bytes")
 
 
 def verify_a(learner: Learner) -> int:

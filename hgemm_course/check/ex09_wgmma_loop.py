@@ -83,7 +83,7 @@ def _b_args(b_stage: int, kk: int) -> dict:
             "stride_byte_offset": SWIZZLE_ATOM_BYTES, "swizzle": "128B"}
 
 
-def check_trace(lines: list[list[str]], shown: str) -> str:
+def check_trace(lines: list[list[str]], shown: str, compiled: Compiled) -> str:
     """Compare the recorded k-slices with rung 09's; a Failure at the first difference."""
     t = _tiles()
     slices: list[tuple[int, int, int, list]] = []
@@ -100,10 +100,9 @@ def check_trace(lines: list[list[str]], shown: str) -> str:
         waits.add(_check_slice(kt, a_stage, b_stage, events, t, shown))
     note = "" if waits == {1} else " (wgmma_wait_group<0> leaves nothing in flight: right, but the tensor " \
         "cores idle while the next slice is waited for)"
-    _check_extra(extra, shown)
+    checked = compiled.extra_question("desc_a_swizzle_64b, A's SWIZZLE_64B descriptors", lambda: _check_extra(extra, shown))
     return (f"the host model ran your regions for {len(slices)} k-slices: a fence, {t.bk // 16 * t.bm // 64} "
-            f"products with the right descriptors, one commit and a wait per slice{note}; the SWIZZLE_64B "
-            "descriptors of the extra question are right")
+            f"products with the right descriptors, one commit and a wait per slice{note}; {checked}")
 
 
 def _check_slice(kt: int, a_stage: int, b_stage: int, events: list, t, shown: str) -> int:
@@ -188,7 +187,7 @@ def structural(compiled: Compiled) -> str:
         lines = host_model.run(_program(compiled, shown), shown)
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
-    return check_trace(lines, shown)
+    return check_trace(lines, shown, compiled)
 
 
 EXERCISE = KernelExercise(

@@ -29,7 +29,7 @@ from collections import Counter
 from typing import Callable
 
 from . import ex07_mbarrier
-from .feedback import Exercise, Failure, Learner, as_int_pair, check_extra, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, passed_message, with_extra
 
 FUNCTIONS = ("full_wait", "empty_wait")
 EXTRA = "persistent_full_wait"  # the extra question: the ring running on across a persistent CTA's tiles
@@ -274,12 +274,12 @@ def _stage_counts() -> list[int]:
 
 def _companion(learner: Learner, name: str) -> Learner:
     """The learner's other function, found next to the first (same file or notebook namespace)."""
-    func = getattr(learner.func, "__globals__", {}).get(name)
-    if not callable(func):
+    other = learner.companion(name)
+    if other is None:
         where = learner.source if learner.source is not None else "your namespace"
         raise Failure(f"{where} defines no function {name}(); ex10 needs both full_wait() and empty_wait(), "
                       "side by side, with the names the exercise gave.")
-    return Learner(func, learner.source)
+    return other
 
 
 def _answer(fn: str, learner: Learner, kt: int, stages: int):
@@ -303,6 +303,7 @@ def verify(learner: Learner) -> str:
     for fn in FUNCTIONS:
         if learners[fn] is None:
             learners[fn] = _companion(learner, fn)
+        learners[fn].plan([{"kt": kt, "stages": stages} for stages in _stage_counts() for kt in range(K_SLICES)])
         for stages in _stage_counts():
             for kt in range(K_SLICES):
                 got, call, args = _answer(fn, learners[fn], kt, stages)
@@ -312,12 +313,12 @@ def verify(learner: Learner) -> str:
                     raise Failure(f"{call}: expected {expected}, got {got}.\n" + explain(fn, learners[fn], kt, stages,
                                                                                         expected, got),
                                   {"input": args, "expected": expected, "got": got})
-    extra_cases, note = check_extra(learner, EXTRA, verify_persistent)
-    checked += extra_cases
-    return passed_message(checked, f"both waits of rung 10's ring for every slice kt < {K_SLICES} and "
-                          f"{STAGE_COUNTS.start}-{STAGE_COUNTS.stop - 1} stages: the consumers wait for the phase "
-                          "in which their slice lands, the producer for the one in which the stage's previous "
-                          "slice was freed", note)
+    passed = passed_message(checked, f"both waits of rung 10's ring for every slice kt < {K_SLICES} and "
+                            f"{STAGE_COUNTS.start}-{STAGE_COUNTS.stop - 1} stages: the consumers wait for the phase "
+                            "in which their slice lands, the producer for the one in which the stage's previous "
+                            "slice was freed")
+    return with_extra(learner, passed, EXTRA, verify_persistent, "the full waits of a ring that runs on across a "
+                      "persistent CTA's tiles")
 
 
 def verify_persistent(learner: Learner) -> int:

@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from functools import lru_cache
 
-from .feedback import Exercise, Failure, Learner, as_int, as_int_pair, check_extra, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int, as_int_pair, format_call, passed_message, with_extra
 
 FUNCTION = "persistent_tiles"
 EXTRA = "busiest_cta_tiles"     # the extra question: the CTA that sets the kernel's time
@@ -85,7 +85,9 @@ def verify(learner: Learner) -> str:
     for grid_m, grid_n, super_m, super_n in _cases():
         shape = {"grid_m": grid_m, "grid_n": grid_n, "super_m": super_m, "super_n": super_n}
         positions = len(launch_order(grid_m, grid_n, super_m, super_n))
-        for num_ctas in _cta_counts(positions):
+        counts = _cta_counts(positions)
+        learner.plan([{"cta": cta, "num_ctas": num_ctas, **shape} for num_ctas in counts for cta in range(num_ctas)])
+        for num_ctas in counts:
             for cta in range(num_ctas):
                 args = {"cta": cta, "num_ctas": num_ctas, **shape}
                 got = _answer(learner, args)
@@ -100,11 +102,10 @@ def verify(learner: Learner) -> str:
                         f"{format_call(FUNCTION, args)}: iteration {first}: expected {e}, got {g}.\n"
                         + explain(learner, args, expected, got, first),
                         {"input": args, "iteration": first, "expected": expected, "got": got})
-    extra_cases, note = check_extra(learner, EXTRA, verify_busiest)
-    cases += extra_cases
-    return passed_message(cases, "each CTA walks launch positions cta, cta + num_ctas, ... of the super-tile "
-                          "order and skips the holes of partial edge super tiles, as rung 11's loop does, on grids "
-                          "from 1 CTA to more CTAs than positions", note)
+    passed = passed_message(cases, f"{FUNCTION}: each CTA walks launch positions cta, cta + num_ctas, ... of the "
+                            "super-tile order and skips the holes of partial edge super tiles, as rung 11's loop does, "
+                            "on grids from 1 CTA to more CTAs than positions")
+    return with_extra(learner, passed, EXTRA, verify_busiest, "the tiles of the busiest CTA")
 
 
 def verify_busiest(learner: Learner) -> int:

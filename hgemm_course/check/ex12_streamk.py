@@ -84,12 +84,12 @@ REFERENCE = {"cta_k_range": cta_k_range, "tiles_to_fix_up": tiles_to_fix_up, "ct
 
 def _companion(learner: Learner, name: str) -> Learner:
     """The learner's other function, found next to the first (same file or notebook namespace)."""
-    func = getattr(learner.func, "__globals__", {}).get(name)
-    if not callable(func):
+    other = learner.companion(name)
+    if other is None:
         where = learner.source if learner.source is not None else "your namespace"
         raise Failure(f"{where} defines no function {name}(); ex12 needs cta_k_range(), tiles_to_fix_up() and "
                       "ctas_of_tile(), side by side, with the names the exercise gave.")
-    return Learner(func, learner.source)
+    return other
 
 
 def _answer(fn: str, learner: Learner, args: dict):
@@ -148,6 +148,8 @@ def verify(learner: Learner) -> str:
         if fn not in learners:
             learners[fn] = _companion(learner, fn)
         over = "tile" if fn == "ctas_of_tile" else "cta"
+        learners[fn].plan([{over: i, "tiles": tiles, "iters_per_tile": iters_per_tile, "ctas": ctas}
+                           for tiles, iters_per_tile, ctas in _cases() for i in range(tiles if over == "tile" else ctas)])
         for tiles, iters_per_tile, ctas in _cases():
             shape = {"tiles": tiles, "iters_per_tile": iters_per_tile, "ctas": ctas}
             for i in range(tiles if over == "tile" else ctas):

@@ -1,8 +1,10 @@
 """The feedback format every checker shares: one result type, one failure type, one way to
 call a learner's function and read back what it returned.
 
-A checker calls the learner's function through :class:`Learner`, turns each return value
-into plain ints with :func:`as_int` / :func:`as_int_pair`, and raises :class:`Failure` at the
+A checker runs in the caller's process, where no learner code runs, and calls the learner's
+function through :class:`Learner`, which asks the child process that runs it (:mod:`.child`) and
+gets plain data back. It turns each return value into plain ints with :func:`as_int` /
+:func:`as_int_pair`, compares it with the course's reference and raises :class:`Failure` at the
 first wrong answer. :func:`hgemm_course.check.check` turns that into a :class:`CheckResult`.
 No learner mistake ever escapes as a traceback: an exception inside the learner's code (a
 ``sys.exit`` too) becomes a failure naming the call, the exception and the learner's file and line.
@@ -17,6 +19,8 @@ from typing import Any, Callable
 
 MEMORY_LIMIT_GIB = 4
 """How much memory the learner's code may take (on top of the checker's own; see :mod:`.child`)."""
+OUTPUT_CAP_BYTES = 64 << 10
+"""How much of what the learner's code prints a check keeps."""
 
 
 @dataclass
@@ -29,6 +33,8 @@ class CheckResult:
     (``None`` for a function passed in); ``unchecked`` the one line saying what the check could not
     do here and why (a kernel not run: no GPU, or one without the rung's features). With it the
     verdict is "could not check", never PASS: ``passed`` is False, though nothing was found wrong.
+    ``output`` is what the learner's code printed (stdout and stderr), at most :data:`OUTPUT_CAP_BYTES`;
+    ``output_dropped`` counts the bytes past that cap, which were not kept.
     """
 
     exercise: str
@@ -38,6 +44,8 @@ class CheckResult:
     figure: Path | None = None
     source: Path | None = None
     unchecked: str | None = None
+    output: str = ""
+    output_dropped: int = 0
 
     def __post_init__(self):
         if self.passed and self.unchecked:
@@ -60,6 +68,11 @@ class CheckResult:
         lines += ["  " + line if line else "" for line in self.message.splitlines()]
         if self.figure is not None:
             lines.append(f"  Picture (yours next to the reference): {self.figure}")
+        if self.output or self.output_dropped:
+            kept = f"; {self.output_dropped} bytes more were not kept (the checker keeps the first " \
+                   f"{OUTPUT_CAP_BYTES >> 10} KiB)" if self.output_dropped else ""
+            lines.append(f"  Your code printed{kept}:")
+            lines += ["  | " + line for line in self.output.splitlines()]
         return "\n".join(lines)
 
 
@@ -99,42 +112,60 @@ def mismatch(call: str, args: dict[str, Any], expected: Any, got: Any, why: str 
     return Failure(message, {"input": args, "expected": expected, "got": got})
 
 
-class Learner:
-    """A learner's function, called so that any mistake becomes a :class:`Failure`."""
+class NotWritten(Failure):
+    """The learner's function still raises the exercise's NotImplementedError."""
 
-    def __init__(self, func: Callable, source: Path | None = None):
-        self.func = func
-        self.name = getattr(func, "__name__", "the function")
+
+class Learner:
+    """A learner's function as the checker sees it: calling it sends the arguments to the process that
+    runs the learner's code (:mod:`.child`) and returns what came back there, as plain data (ints, floats,
+    strings, tuples, lists, dicts, numpy arrays; anything else as a :class:`Returned` that only shows its
+    repr). An exception there comes back as a :class:`Failure` naming the call, the exception and the
+    learner's line, never as a traceback. ``ask`` does the asking: ``ask.call(name, kwargs)`` and
+    ``ask.has(name)``."""
+
+    def __init__(self, name: str, ask, source: Path | None = None):
+        self.name = name
         self.source = source
+        self._ask = ask
 
     def __call__(self, **kwargs: Any) -> Any:
-        try:
-            return self.func(**kwargs)
-        except NotImplementedError as exc:
-            hint = str(exc) or "fill in the TODO"
-            raise Failure(
-                f"{self.name} is not written yet (it raises NotImplementedError).\nHint: {hint}",
-                {"input": kwargs, "expected": None, "got": "NotImplementedError"},
-            ) from None
-        except SystemExit as exc:  # sys.exit(), exit() or raise SystemExit: the answer never comes
-            where = _learner_frame(exc, self.source)
-            raise Failure(
-                f"{format_call(self.name, kwargs)} ended the program with {describe(exc)}{where}\n"
-                "sys.exit, exit() and raise SystemExit end the program; the checker needs your "
-                "function's answer, so return it instead.",
-                {"input": kwargs, "expected": None, "got": describe(exc)},
-            ) from None
-        except Exception as exc:  # the learner's bug, reported as such
-            where = _learner_frame(exc, self.source)
-            raise Failure(
-                f"{format_call(self.name, kwargs)} raised {describe(exc)}{where}",
-                {"input": kwargs, "expected": None, "got": describe(exc)},
-            ) from None
+        return self._ask.call(self.name, kwargs)
+
+    def plan(self, calls: list[dict[str, Any]]) -> None:
+        """Say which calls come next, in order (each a dict of arguments): the child then runs them many at a
+        time, not one per message. A call that is not the next planned one is made on its own; the verdict
+        is the same either way."""
+        self._ask.plan(self.name, calls)
+
+    def companion(self, name: str) -> "Learner | None":
+        """The learner's function ``name``, defined next to this one (same file or notebook namespace), for
+        an exercise's second function or its extra question; None when there is none."""
+        return Learner(name, self._ask, self.source) if self._ask.has(name) else None
 
 
-def _learner_frame(exc: BaseException, source: Path | None) -> str:
-    """`` (at FILE, line N: CODE)`` for the deepest frame in the learner's file."""
-    frames = traceback.extract_tb(exc.__traceback__)[1:]  # frame 0 is Learner.__call__
+def learner_failure(name: str, kwargs: dict[str, Any], raised: dict) -> Failure:
+    """The Failure for a call of the learner's function that raised: ``raised`` is what the child reported,
+    ``{"kind": "not_implemented", "hint": ...}``, ``{"kind": "exit" | "error", "text": ..., "where": ...}``
+    (the exception as :func:`describe` puts it, and :func:`learner_frame`'s line)."""
+    kind, text, where = raised["kind"], raised.get("text", ""), raised.get("where", "")
+    if kind == "not_implemented":
+        hint = raised.get("hint") or "fill in the TODO"
+        return NotWritten(f"{name} is not written yet (it raises NotImplementedError).\nHint: {hint}",
+                          {"input": kwargs, "expected": None, "got": "NotImplementedError"})
+    if kind == "exit":   # sys.exit(), exit() or raise SystemExit: the answer never comes
+        return Failure(f"{format_call(name, kwargs)} ended the program with {text}{where}\n"
+                       "sys.exit, exit() and raise SystemExit end the program; the checker needs your "
+                       "function's answer, so return it instead.",
+                       {"input": kwargs, "expected": None, "got": text})
+    return Failure(f"{format_call(name, kwargs)} raised {text}{where}",   # the learner's bug, reported as such
+                   {"input": kwargs, "expected": None, "got": text})
+
+
+def learner_frame(exc: BaseException, source: Path | None, skip: int = 1) -> str:
+    """`` (at FILE, line N: CODE)`` for the deepest frame in the learner's file (the first ``skip`` frames
+    are the checker's own call)."""
+    frames = traceback.extract_tb(exc.__traceback__)[skip:]
     if source is not None:
         mine = [f for f in frames if Path(f.filename).resolve() == source.resolve()]
         frames = mine or frames
@@ -143,6 +174,30 @@ def _learner_frame(exc: BaseException, source: Path | None) -> str:
     frame = frames[-1]
     code = f": {frame.line.strip()}" if frame.line else ""
     return f"\n  at {frame.filename}, line {frame.lineno}{code}"
+
+
+class Returned:
+    """What a learner's function returned when it is not plain data (a generator, a set, an object of the
+    learner's own class): its type's name and its repr, and its items when it was iterable. The child
+    makes a subclass per type name, so ``type(value).__name__`` reads as the learner's type."""
+
+    def __init__(self, text: str):
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+class ReturnedIterable(Returned):
+    def __init__(self, text: str, items: list):
+        super().__init__(text)
+        self._items = items
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def _type_name(value: Any) -> str:
@@ -191,32 +246,32 @@ class Exercise:
     """One exercise: the function the learner writes and how it is checked.
 
     ``verify(learner)`` returns the success message or raises :class:`Failure`;
-    ``draw(learner, path)`` (optional) saves the learner's map next to the reference.
+    ``draw(learner, path)`` (optional) saves the learner's map next to the reference. Both run in the
+    caller's process, and import nothing that :func:`.child.prepare` has not imported before the child started.
     """
 
     name: str
     function: str
     description: str
     verify: Callable[[Learner], str]
-    draw: Callable[[Callable, Path], Path] | None = field(default=None)
+    draw: Callable[[Learner, Path], Path] | None = field(default=None)
 
 
-def companion(learner: Learner, name: str) -> Learner | None:
-    """The learner's function ``name``, defined next to the one checked first (same file or notebook
-    namespace), for an exercise's extra question; None when there is none."""
-    func = getattr(learner.func, "__globals__", {}).get(name)
-    return Learner(func, learner.source) if callable(func) else None
-
-
-def extra_note(name: str) -> str:
-    """What a pass says when the extra question's function is not there."""
-    return f"Extra question: define {name}() next to it (the exercise file has its stub) and check again."
-
-
-def check_extra(learner: Learner, name: str, verify: Callable[[Learner], int]) -> tuple[int, str]:
-    """The extra question, when the learner has written its function ``name``: (cases checked, the note
-    for the pass message, empty unless the function is missing). ``verify`` raises Failure when wrong."""
-    extra = companion(learner, name)
+def with_extra(learner: Learner, passed: str, name: str, verify: Callable[[Learner], int], what: str) -> str:
+    """The pass message of an exercise with an extra question: ``passed`` (the main part's), then one line
+    for the extra question ``name``, which is optional: checked when the learner has written it (``verify``
+    raises Failure when wrong, else returns the cases checked, which ``what`` explains), else said to be
+    not checked. A wrong extra answer fails the check, saying the main part is right. ``what`` is printed
+    only once the learner's own function has been found right: a pass never gives an answer away."""
+    extra = learner.companion(name)
     if extra is None:
-        return 0, extra_note(name)
-    return verify(extra), ""
+        return passed + f"\nExtra question, {name}(): not checked (there is no {name}() next to {learner.name}())."
+    try:
+        cases = verify(extra)
+    except NotWritten:
+        return passed + f"\nExtra question, {name}(): not checked (not written yet: it raises NotImplementedError)."
+    except Failure as failure:
+        raise Failure(f"The main part is right: {passed}\nBut the extra question, {name}(), is wrong (it is optional: "
+                      f"leave it raising NotImplementedError to skip it):\n{failure.message}",
+                      failure.first_failure) from None
+    return passed + f"\nExtra question, {name}(): all {cases} cases right: {what}."

@@ -141,6 +141,15 @@ def regions_of(file_name: str) -> list[Region]:
     return parse(source_text(file_name), COMMENT[Path(file_name).suffix])[1]
 
 
+def extra_count(file_name: str) -> int:
+    """How many of a kernel exercise's regions are extra questions: those after the kernel file it inserts."""
+    text = (SOURCES_DIR / file_name).read_text()
+    if INSERT not in text:
+        return 0
+    after = text.split(INSERT, 1)[1].split("\n", 1)[-1]
+    return len(parse(after, COMMENT[Path(file_name).suffix])[1])
+
+
 def render(file_name: str) -> tuple[str, str]:
     """(exercise, solution) text of one exercise."""
     text, comment = source_text(file_name), COMMENT[Path(file_name).suffix]

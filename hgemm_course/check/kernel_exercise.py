@@ -4,14 +4,16 @@ A kernel exercise is checked in two parts:
 
 1. **CPU, always.** The learner's file is compiled whole with NVRTC for the target it is checked
    on, with the rung's template instantiations sized for that target (:func:`check_plan`: the GPU
-   here where it runs the rung, else the recorded H200's); a compile error is reported at the
+   here where it runs the rung, else the recorded H200's), in a child process within the check's time
+   and memory limits (:mod:`.compile_child`); a compile error is reported at the
    learner's own file and line (``exercises/ex07_mbarrier.cu:123: error: ...``). Then ptxas's
    resource report must show no spills, the PTX must contain the instructions the exercise is
    about, and the exercise's own structural check runs (instruction counts, a model of the pipeline, ...).
 2. **GPU, where one runs the rung.** The learner's kernel runs through the rung's launcher in a
    separate process (``python -m hgemm_course.check.gpu_run``) with a timeout, on random
-   inputs whose sizes leave tails in M, N and K. An illegal address, a hang or a wrong
-   element is reported; the notebook's own CUDA context never sees the learner's kernel.
+   inputs whose sizes leave tails in M, N and K; that process only produces C, which is compared
+   here with this process's own reference. An illegal address, a hang or a wrong element is
+   reported; the notebook's own CUDA context never sees the learner's kernel.
 
 Without the GPU part (no GPU, or one that lacks the rung's features) the verdict is "could not
 check", with one line saying why and what the CPU part did prove; a CPU-part failure is a FAIL.
@@ -19,9 +21,11 @@ check", with one line saying why and what the CPU part did prove; a CPU-part fai
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
-import subprocess
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +33,8 @@ from typing import TYPE_CHECKING, Callable
 
 from ..paths import REPO_ROOT
 from ..target import FEATURES, RECORDED, Target
-from .feedback import CheckResult, Failure, Unchecked
+from . import host_model, sandbox, watch
+from .feedback import MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Failure, Unchecked
 from .loader import learner_file
 
 if TYPE_CHECKING:
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from .generate import Region
 
 GPU_TIMEOUT_S = 120
+MAX_REPORT_BYTES = 256 << 20   # what a compile or GPU-run child may send back (PTX, reports)
 GPU_SHAPES = ((1000, 1000, 1000), (257, 136, 72), (384, 512, 4096))   # tails in M, N and K; a long K
 
 
@@ -80,6 +86,7 @@ class Compiled:
                                        # is the kernel read above), with their shared-memory size checks
     opcodes: Counter = field(default_factory=Counter)
     exercise_regions: list[Region] = field(default_factory=list)  # the exercise's regions: stubs and neighbours
+    extras: int = 0                  # how many of the last regions are extra questions (optional)
 
     def regions(self) -> list[tuple[str, int]]:
         """The learner's regions, each with its first line number: between the BEGIN/END SOLUTION
@@ -98,15 +105,32 @@ class Compiled:
     def _anchored(self, lines: list[str]) -> list[tuple[str, int]]:
         out, pos = [], 0
         stripped = [line.strip() for line in lines]
-        for before, after in ((r.before, r.after) for r in self.exercise_regions):
+        for region in self.exercise_regions:
             try:
-                start = stripped.index(before, pos) + 1
-                end = stripped.index(after, start) if after else len(lines)
+                start = stripped.index(region.before, pos) + 1
+                end = self._end(stripped, region, start) if region.after else len(lines)
             except ValueError:
                 return []
             out.append(("\n".join(lines[start:end]), start + 1))
             pos = end
         return out
+
+    @staticmethod
+    def _end(stripped: list[str], region: Region, start: int) -> int:
+        """Where the region that starts at line ``start`` ends: the first line ``region.after`` after which the
+        region's braces balance as the course's solution's do (a region's own loop can end with the same ``}``
+        as the line after it), else the first such line."""
+        def balance(lines) -> int:
+            return sum(line.count("{") - line.count("}") for line in lines)
+
+        want, first = balance(region.solution), stripped.index(region.after, start)
+        end = first
+        while balance(stripped[start:end]) != want:
+            try:
+                end = stripped.index(region.after, end + 1)
+            except ValueError:
+                return first
+        return end
 
     def untouched(self) -> list[int]:
         """The first lines of the regions that still hold the exercise's stub, word for word."""
@@ -116,6 +140,25 @@ class Compiled:
         if len(mine) != len(self.exercise_regions):
             return []
         return [first for (text, first), stub in zip(mine, self.exercise_regions) if code(text) == code("".join(stub.stub))]
+
+    def extra_written(self) -> bool:
+        """Whether the learner has written the extra question's regions (they are optional)."""
+        if not self.extras:
+            return False
+        firsts = [first for _, first in self.regions()[-self.extras:]]
+        return not set(firsts) <= set(self.untouched())
+
+    def extra_question(self, name: str, check: Callable[[], None]) -> str:
+        """The note on the extra question ``name``: ``check()`` (a Failure when wrong) runs when its region is
+        written; a wrong answer fails the check, saying that the rest passed."""
+        if not self.extra_written():
+            return f"extra question ({name}): not checked, its region is not written yet"
+        try:
+            check()
+        except Failure as failure:
+            raise Failure("The rest passed, but the extra question is wrong (it is optional: leave its region as "
+                          f"the exercise gave it to skip it):\n{failure.message}", failure.first_failure) from None
+        return f"extra question: {name} is right"
 
     def todo_hint(self) -> str | None:
         """The TODO comment of the first region that still has one, joined into sentences."""
@@ -201,14 +244,16 @@ def _no_gpu(chosen: Target) -> str:
             f"target.named({chosen.arch!r}).run_here() runs its code on this GPU")
 
 
-def compile_learner(exercise: KernelExercise, path: Path, on: Target | None = None) -> Compiled:
+def compile_learner(exercise: KernelExercise, path: Path, on: Target | None = None,
+                    timeout: float = GPU_TIMEOUT_S) -> Compiled:
     """Compile the learner's file whole for target ``on`` (default: :func:`check_plan`'s) with the rung's
-    instantiations sized for it, as its launcher compiles them; a compile error becomes a Failure at the
-    learner's file and line."""
-    from ..build import CompileError, compile_cuda
+    instantiations sized for it, as its launcher compiles them, in a child process within ``timeout``
+    seconds and :data:`~.feedback.MEMORY_LIMIT_GIB` GiB (:mod:`.compile_child`); a compile error becomes a
+    Failure at the learner's file and line."""
+    from ..build import CompileError
     from ..ladder import get
     from ..target import use
-    from .generate import regions_of
+    from .generate import extra_count, regions_of
 
     rung = get(exercise.rung)
     on = on or check_plan(exercise, gpu=False)[0]
@@ -216,23 +261,75 @@ def compile_learner(exercise: KernelExercise, path: Path, on: Target | None = No
     if not path.is_file():
         raise Failure(f"There is no file {path}.")
     shown = display_path(path)
+    try:
+        path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Failure(f"{shown} cannot be read as CUDA source text in UTF-8 ({exc}).",
+                      {"input": shown, "expected": "a .cu file", "got": type(exc).__name__}) from None
     with use(on):                # a kernel built for "the current target" (rungs 09-12) builds for ``on``
         kernels = rung.kernels(on)
         arch = kernels[0].arch
     names = tuple(dict.fromkeys(name for k in kernels for name in (k.name_expression, k.smem_check) if name))
-    try:
-        module = compile_cuda(path.resolve(), name_expressions=names, arch=arch)
-    except CompileError as exc:
+    answer = _compiled_in_child(path.resolve(), names, arch, timeout, shown)
+    if "compile_error" in answer:
+        exc = CompileError(str(path.resolve()), answer["compile_error"])
         raise Failure(_compile_message(exc, path, shown),
-                      {"input": shown, "expected": "a kernel that compiles", "got": exc.errors[:1] or exc.log}) from None
-    except RuntimeError as exc:    # an instantiation the file no longer defines, NVRTC missing, ...
-        raise Failure(f"{shown} could not be compiled: {exc}\nKeep the kernel's name and template parameters "
-                      "as the exercise gave them.") from None
+                      {"input": shown, "expected": "a kernel that compiles", "got": exc.errors[:1] or exc.log})
+    if "refused" in answer:
+        raise Failure(f"{shown} could not be compiled: {answer['refused']}\nKeep the kernel's name and template "
+                      "parameters as the exercise gave them.")
     expression = kernels[0].name_expression
-    resources = module.resources_of(expression)
-    kernel_ptx = entry_ptx(module.ptx, module.lowered.get(expression, expression))
-    return Compiled(path, path.read_text(), module.ptx, kernel_ptx, resources.registers, resources.spills, on, arch,
-                    names, opcode_counts(kernel_ptx), regions_of(exercise.file_name))
+    mangled = answer["lowered"].get(expression, expression)
+    resources = answer["resources"].get(mangled)
+    if resources is None:
+        raise Failure(f"{shown} could not be compiled: ptxas reported nothing for {expression}.\nKeep the kernel's "
+                      "name and template parameters as the exercise gave them.")
+    kernel_ptx = entry_ptx(answer["ptx"], mangled)
+    return Compiled(path, path.read_text(), answer["ptx"], kernel_ptx, resources["registers"],
+                    resources["spill_stores"] + resources["spill_loads"], on, arch, names, opcode_counts(kernel_ptx),
+                    regions_of(exercise.file_name), extra_count(exercise.file_name))
+
+
+_COMPILED: dict[tuple, dict] = {}   # (source, headers, names, arch) -> the compile child's answer
+
+
+def _compiled_in_child(path: Path, names: tuple[str, ...], arch: str, timeout: float, shown: str) -> dict:
+    """The compile child's answer for ``path`` (cached by the source and every header it includes); a Failure
+    when the compile runs past ``timeout`` seconds, dies (out of memory) or answers out of its format."""
+    from ..build import _headers_digest
+    from ..paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+
+    text = path.read_text()
+    key = (text, _headers_digest(text, (PTX_SNIPPETS_DIR, KERNELS_DIR, path.parent)), names, arch)
+    if key in _COMPILED:
+        return _COMPILED[key]
+    with tempfile.TemporaryDirectory(prefix="hgemm-course-compile-", ignore_cleanup_errors=True) as folder:
+        out = Path(folder) / "answer.json"
+        request = json.dumps({"path": str(path), "names": list(names), "arch": arch})
+        finished = sandbox.run([sys.executable, "-P", str(Path(__file__).with_name("compile_child.py")), request,
+                                str(out)],
+                               timeout=timeout, cwd=folder, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+                               limits=sandbox.Limits(cpu_s=math.ceil(timeout) + 5,
+                                                     memory_bytes=MEMORY_LIMIT_GIB << 30),
+                               stdout_cap=OUTPUT_CAP_BYTES, stderr_cap=OUTPUT_CAP_BYTES)
+        if finished.timed_out:
+            raise Failure(f"{shown} did not compile within {timeout:g} s. A macro or template that expands "
+                          "without end, or an #include of something endless, keeps the compiler busy; if it is "
+                          "only slow, give it longer with --timeout SECONDS.",
+                          {"input": shown, "expected": "a kernel that compiles", "got": f"no end after {timeout:g} s"})
+        size = out.stat().st_size if out.is_file() else 0
+        if finished.returncode != 0 or not 0 < size <= MAX_REPORT_BYTES:
+            tail = "\n".join(finished.stderr.text().strip().splitlines()[-4:])
+            why = (f"the compiler ran out of the {MEMORY_LIMIT_GIB} GiB it may use, or crashed"
+                   if finished.returncode != 0 else f"its output is {size} bytes")
+            raise Failure(f"{shown} could not be compiled: {why} (exit status {finished.returncode}).\n{tail}".rstrip(),
+                          {"input": shown, "expected": "a kernel that compiles", "got": f"exit {finished.returncode}"})
+        answer = json.loads(out.read_text())
+    if not (isinstance(answer, dict) and (set(answer) in ({"compile_error"}, {"refused"})
+                                          or set(answer) == {"ptx", "lowered", "resources"})):
+        raise Failure(f"{shown} could not be compiled: the compile child answered out of its format.")
+    _COMPILED[key] = answer
+    return answer
 
 
 def _compile_message(exc, path: Path, shown: str) -> str:
@@ -271,7 +368,8 @@ def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
                 message += (f"\nThe {where} not written yet (the TODO is still there)."
                             f"\nHint: {hint}")
             raise Failure(message, {"input": shown, "expected": rule.instruction, "got": "absent"})
-    untouched = compiled.untouched()
+    extras = [first for _, first in compiled.regions()[len(compiled.regions()) - compiled.extras:]]
+    untouched = [first for first in compiled.untouched() if first not in extras]   # the extra question is optional
     if untouched:
         where = f"region at line {untouched[0]} is" if len(untouched) == 1 else \
             f"regions at lines {', '.join(map(str, untouched))} are"
@@ -297,38 +395,85 @@ def run_on_gpu(exercise: KernelExercise, path: Path, *, timeout: float = GPU_TIM
     With ``compiled`` (the CPU part's), the child runs for its target, and every kernel the launcher
     launched must be one the CPU part compiled, for the same architecture (else :class:`Unchecked`)."""
     shown = display_path(path)
-    command = [sys.executable, "-m", "hgemm_course.check.gpu_run", exercise.rung, str(Path(path).resolve()),
-               "--seed", str(seed), "--shapes", *(f"{m}x{n}x{k}" for m, n, k in exercise.gpu_shapes)]
-    if compiled is not None and compiled.target.run_from_ptx:
-        command += ["--as", compiled.target.arch]
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise Failure(f"{shown}: the kernel did not finish within {timeout:.0f} s: it hangs. A wait on an mbarrier "
-                      "phase that never completes spins forever; check which phase each wait asks for.",
-                      {"input": shown, "expected": "the kernel finishes", "got": "timeout (hang)"}) from None
-    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    for result in results:
-        if "error" in result:
-            raise Failure(f"{shown}: {result['error']}", {"input": result.get("shape"), "expected": None,
-                                                          "got": result["error"].splitlines()[0]})
-        if not result["passed"]:
-            bad = result["first_bad"] or {}
-            M, N, K = result["shape"]
-            where = (f"first wrong element C[{bad['row']}, {bad['col']}]: expected {bad['expected']:.5g}, "
-                     f"got {bad['got']:.5g}" if bad else "the errors are too large")
-            raise Failure(f"{shown}: wrong result on {M}x{N}x{K} (seed {result['seed']}): {where}.\n"
-                          f"  {result['summary']}",
-                          {"input": {"M": M, "N": N, "K": K, **({k: bad[k] for k in ('row', 'col')} if bad else {})},
-                           "expected": bad.get("expected"), "got": bad.get("got")})
-    if proc.returncode != 0 or not results:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
-        raise Failure(f"{shown}: the GPU run stopped (exit code {proc.returncode}):\n{tail}",
-                      {"input": shown, "expected": "a clean run", "got": f"exit code {proc.returncode}"})
+    with tempfile.TemporaryDirectory(prefix="hgemm-course-gpu-run-", ignore_cleanup_errors=True) as folder:
+        command = [sys.executable, "-P", "-m", "hgemm_course.check.gpu_run", exercise.rung, str(Path(path).resolve()),
+                   "--seed", str(seed), "--out", folder,
+                   "--shapes", *(f"{m}x{n}x{k}" for m, n, k in exercise.gpu_shapes)]
+        if compiled is not None and compiled.target.run_from_ptx:
+            command += ["--as", compiled.target.arch]
+        finished = sandbox.run(command, timeout=timeout, cwd=folder, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+                               limits=sandbox.Limits(cpu_s=math.ceil(timeout) + 10),   # no RLIMIT_AS: CUDA maps much
+                               stdout_cap=OUTPUT_CAP_BYTES, stderr_cap=OUTPUT_CAP_BYTES)
+        if finished.timed_out:
+            raise Failure(f"{shown}: the kernel did not finish within {timeout:.0f} s: it hangs. A wait on an mbarrier "
+                          "phase that never completes spins forever; check which phase each wait asks for.",
+                          {"input": shown, "expected": "the kernel finishes", "got": "timeout (hang)"})
+        report = Path(folder) / "results.jsonl"
+        size = report.stat().st_size if report.is_file() else 0
+        results = gpu_results(report.read_text(), shown) if 0 < size <= MAX_REPORT_BYTES else []
+        for result in results:
+            if "error" in result:
+                raise Failure(f"{shown}: {result['error']}", {"input": result["shape"], "expected": None,
+                                                              "got": result["error"].splitlines()[0]})
+            _compare_c(Path(folder) / result["c"], result, exercise.rung, shown)
+    if finished.returncode != 0 or len(results) != len(exercise.gpu_shapes):
+        tail = "\n".join((finished.stderr.text() or finished.stdout.text()).strip().splitlines()[-6:])
+        raise Failure(f"{shown}: the GPU run stopped (exit status {finished.returncode}):\n{tail}",
+                      {"input": shown, "expected": "a clean run", "got": f"exit status {finished.returncode}"})
     if compiled is not None:
         same_kernels(compiled, results)
     shapes = ", ".join("x".join(map(str, r["shape"])) for r in results)
     return f"on this GPU: right on {shapes} (random inputs, tails in M, N and K)"
+
+
+def _compare_c(path: Path, result: dict, rung: str, shown: str) -> None:
+    """C from the GPU run against this process's own reference, A @ B in FP32 of the same inputs."""
+    import numpy as np
+
+    from ..harness import compare, random_inputs
+
+    M, N, K = result["shape"]
+    try:
+        if path.stat().st_size > M * N * 2 + 4096:
+            raise ValueError(f"{path.stat().st_size} bytes")
+        c = np.load(path, allow_pickle=False)
+        if c.shape != (M, N) or c.dtype != np.float16:
+            raise ValueError(f"a {c.dtype} array of shape {c.shape}")
+    except (OSError, ValueError) as exc:
+        raise Failure(f"{shown}: the GPU run's C for {M}x{N}x{K} cannot be read as a ({M}, {N}) float16 array: {exc}",
+                      {"input": {"M": M, "N": N, "K": K}, "expected": "C", "got": str(exc)}) from None
+    a, b, _ = random_inputs(M, N, K, seed=result["seed"])
+    verdict = compare(c, a.astype(np.float32) @ b.astype(np.float32), K=K, rung=rung, seed=result["seed"])
+    if not verdict.passed:
+        bad = verdict.first_bad or {}
+        where = (f"first wrong element C[{bad['row']}, {bad['col']}]: expected {bad['expected']:.5g}, "
+                 f"got {bad['got']:.5g}" if bad else "the errors are too large")
+        raise Failure(f"{shown}: wrong result on {M}x{N}x{K} (seed {result['seed']}): {where}.\n  {verdict.summary()}",
+                      {"input": {"M": M, "N": N, "K": K, **({k: bad[k] for k in ('row', 'col')} if bad else {})},
+                       "expected": bad.get("expected"), "got": bad.get("got")})
+
+
+def gpu_results(text: str, shown: str) -> list[dict]:
+    """The GPU run's report, one JSON object a line (:mod:`.gpu_run`), each checked against its format: a
+    Failure that shows the first line out of it."""
+    out = []
+    for line in text.splitlines():
+        try:
+            result = json.loads(line)
+            shape = result["shape"]
+            assert isinstance(shape, list) and len(shape) == 3 and all(type(v) is int and v > 0 for v in shape)
+            if "error" in result:
+                assert set(result) == {"shape", "error"} and type(result["error"]) is str
+            else:
+                assert set(result) == {"shape", "seed", "c", "kernels"} and type(result["seed"]) is int
+                assert result["c"] == f"c{len(out)}.npy"
+                assert isinstance(result["kernels"], list) and all(
+                    isinstance(k, dict) and set(k) == {"name_expression", "arch"} for k in result["kernels"])
+        except (ValueError, KeyError, TypeError, AssertionError):
+            raise Failure(f"{shown}: the GPU run's report is not in its format: {line[:200]!r}",
+                          {"input": shown, "expected": "the GPU run's report", "got": line[:200]}) from None
+        out.append(result)
+    return out
 
 
 def same_kernels(compiled: Compiled, results: list[dict]) -> None:
@@ -367,14 +512,35 @@ def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gp
                  timeout: float = GPU_TIMEOUT_S) -> CheckResult:
     """Both parts: the CPU part always, the GPU part where :func:`check_plan` lets it run (``gpu``: None
     runs it where a GPU runs the rung, False never). Without the GPU part the verdict is "could not
-    check" (exit code 2), not PASS. ``path`` defaults to the learner's copy (see :func:`.loader.learner_file`)."""
+    check" (exit code 2), not PASS. ``path`` defaults to the learner's copy (see :func:`.loader.learner_file`).
+    The compile, every host-model run and the GPU run each take at most ``timeout`` seconds, in processes
+    of their own; a change to the course's files or results while they ran is a FAIL (:mod:`.watch`)."""
+    from .child import prepare
+
+    prepare(draw=False)
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # so the check itself changes no file
+    before = watch.snapshot()
+    try:
+        with host_model.time_limit(timeout):
+            result = _check_kernel(exercise, path, gpu, timeout)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
+    changed = watch.changes(before, watch.snapshot())
+    if changed:
+        return CheckResult(exercise.name, False, watch.message(changed),
+                           {"input": None, "expected": "the course's files unchanged", "got": changed[:5]},
+                           source=result.source)
+    return result
+
+
+def _check_kernel(exercise: KernelExercise, path: str | Path | None, gpu: bool | None, timeout: float) -> CheckResult:
     from ..ladder import get
 
     source, unchecked = None, None
     try:
         source = learner_file(exercise.file_name, path)
         on, not_run = check_plan(exercise, gpu)
-        compiled = compile_learner(exercise, source, on)
+        compiled = compile_learner(exercise, source, on, timeout)
         notes = cpu_checks(exercise, compiled)
         if not_run is None:
             notes.append(run_on_gpu(exercise, source, timeout=timeout, compiled=compiled))

@@ -51,8 +51,9 @@ def load_module(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         code = f"\n    {exc.text.rstrip()}" if exc.text else ""
+        line = f", line {exc.lineno}" if exc.lineno else ""
         raise Failure(
-            f"{exc.filename or path}, line {exc.lineno}: {type(exc).__name__}: {exc.msg}{code}\n"
+            f"{exc.filename or path}{line}: {type(exc).__name__}: {exc.msg}{code}\n"
             "Fix the syntax and check again.",
             {"input": None, "expected": None, "got": f"{type(exc).__name__} at line {exc.lineno}"},
         ) from None

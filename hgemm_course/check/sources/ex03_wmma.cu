@@ -17,5 +17,7 @@
 //   your own copy:     hgemm-course check ex03_wmma --path my_ex03.cu
 //   or in a notebook:  from hgemm_course.check import check; print(check("ex03"))
 // The checker compiles the file for the GPU here if it runs rung 03 (else for the recorded H200) and
-// inspects the PTX; on such a GPU it also runs your kernel and compares C, else it could not check it.
+// inspects the PTX, then plays your region on the CPU through a model of the fragments (which rows
+// and columns each acc[i][j] adds up); on such a GPU it also runs your kernel and compares C, else it
+// could not check it.
 // INSERT kernels/k03_wmma.cu

@@ -23,6 +23,7 @@ Extra question: the descriptor of A for one product of a stage. A stage holds a 
 2 * bk bytes (bk = 64: 128B, 32: 64B, 16: 32B); its 8-row atoms lie one after the other, the
 LBO of a K-major swizzled operand is unused (write 16), and a k16 step is 16 halves along the
 row. What is the descriptor of product i (rows 64 i ..), k16 step kk, of a stage at stage_addr?
+Optional: the checker checks it once it no longer raises NotImplementedError, and says so.
 
 Check it:  hgemm-course check ex09_wgmma_desc
   (checks ./ex09_wgmma_desc.py, else ./exercises/ex09_wgmma_desc.py, else the course's copy; it prints which)

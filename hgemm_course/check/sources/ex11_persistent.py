@@ -21,6 +21,7 @@ Write the walk, with `cta` for the CTA's index and `num_ctas` for the grid's siz
 
 Extra question: the kernel ends when its busiest CTA does. How many tiles does the busiest CTA of
 the grid compute?
+Optional: the checker checks it once it no longer raises NotImplementedError, and says so.
 
 Check it:  hgemm-course check ex11_persistent
   (checks ./ex11_persistent.py, else ./exercises/ex11_persistent.py, else the course's copy; it prints which)

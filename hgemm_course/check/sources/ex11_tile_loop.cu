@@ -1,7 +1,7 @@
 // Exercise 11, kernel: rung 11's persistent tile loop (hgemm_course/kernels/k11_persistent.cu).
 //
 // This file is the rung-11 kernel with its two tile loops cut out (the producer's and the consumers'),
-// plus one extra question at its end. The grid holds only as many CTAs as fit on the GPU at once, in
+// plus one optional extra question at its end. The grid holds only as many CTAs as fit on the GPU at once, in
 // clusters of CLUSTER_M CTAs; the output tiles outnumber them, so each cluster computes many tiles,
 // one after another, and its full/empty ring runs on from one tile into the next.
 //
