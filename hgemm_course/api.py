@@ -40,6 +40,9 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
     Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
     rung needs a GPU this machine lacks.
     """
+    if rung is not None and (isinstance(rung, bool) or not isinstance(rung, (str, int, np.integer))):
+        raise TypeError(f"rung must be a rung's id such as '11' or 11 (or None for this machine's fastest), not a "
+                        f"{type(rung).__name__}; `hgemm-course list` lists the rungs.")
     r = _rung(rung)
     on_gpu = _is_cupy(a)
     if on_gpu != _is_cupy(b):
@@ -88,6 +91,9 @@ def _check_operands(a, b, r: Rung) -> tuple[int, int, int]:
     for name, x in (("a", a), ("b", b)):
         if not hasattr(x, "dtype") or not hasattr(x, "shape"):
             raise TypeError(f"{name} must be a NumPy or CuPy array, not {type(x).__name__}.")
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{name} is a masked array, whose mask the GEMM would ignore; pass {name}.filled(0) to "
+                            f"multiply the masked entries as zeros, or np.asarray({name}) for the data as it is.")
         if x.dtype != np.float16:
             raise TypeError(f"{name} has dtype {x.dtype}; the GEMM takes float16. Convert with {name}.astype(np.float16).")
         if x.ndim != 2:
@@ -108,6 +114,9 @@ _shapes_checked: set[tuple[int, ...]] = set()   # (rung's multiples, M, N, K) th
 
 
 def _check_out(out, M: int, N: int, on_gpu: bool) -> None:
+    if isinstance(out, np.ma.MaskedArray):
+        raise TypeError("out is a masked array, whose mask the GEMM would neither read nor write; pass a plain "
+                        "array, e.g. np.empty((M, N), np.float16), and mask C afterwards.")
     if _is_cupy(out) != on_gpu or not hasattr(out, "flags"):
         kind = "CuPy" if on_gpu else "NumPy"
         package = type(out).__module__.split(".")[0]

@@ -8,7 +8,8 @@ tree it reads, into a temporary folder, so nothing generated is ever committed:
 - ``NN_topic.ipynb``: every chapter, found by glob (``chapters/NN_*.ipynb``), each with a box linking
   its rung's kernel source, the diff from the previous rung and its exercise;
 - ``exercises/exNN_*.md``: each exercise of :data:`hgemm_course.check.ALL_EXERCISES`, the problem and
-  the ``hgemm-course check`` command; solutions/ is never read;
+  the ``hgemm-course check`` command, its file as ``hgemm_course.check.generate`` writes it from the course's
+  source: the working copy in exercises/, which a learner may have solved in place, and solutions/ are never read;
 - ``kernels/``: each rung's kernel source and ``hgemm-course diff`` from the rung before it, and the
   headers the kernels include;
 - ``results.md``: the recorded H200 runs under results/, each with its provenance.
@@ -50,10 +51,10 @@ class KernelFile:
 
 
 def checkout_root(root: Path | None = None) -> Path:
-    """The repository the site is built from: its chapters/ and exercises/ exist only in a checkout."""
+    """The repository the site is built from: its chapters/ exist only in a checkout."""
     root = Path(root) if root is not None else REPO_ROOT
     if root is None or not (root / "chapters").is_dir():
-        raise RuntimeError("the website is built from a checkout's chapters/ and exercises/, and this install has "
+        raise RuntimeError("the website is built from a checkout's chapters/, and this install has "
                            "none; run it from a clone of the repository after `pip install -e .[book]`.")
     return root
 
@@ -63,18 +64,33 @@ def chapters(root: Path) -> list[Path]:
     return sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
 
-def exercises(root: Path) -> dict[str, Path]:
-    """Every registered exercise (``hgemm-course check --list``), in course order, with its file in exercises/."""
-    from .check import ALL_EXERCISES
+@dataclass(frozen=True)
+class ExerciseFile:
+    """An exercise's file as the learner starts from it: generated from hgemm_course/check/sources/."""
 
+    name: str                           # ex05_swizzle.py
+    text: str                           # the stubs between the markers, never the solution
+
+    @property
+    def suffix(self) -> str:
+        return Path(self.name).suffix
+
+
+def exercises() -> dict[str, ExerciseFile]:
+    """Every registered exercise (``hgemm-course check --list``), in course order, with its file as
+    ``python -m hgemm_course.check.generate`` writes it into exercises/ from the course's source."""
+    from .check import ALL_EXERCISES
+    from .check.generate import render, sources
+
+    known = sources()
     found = {}
     for name in ALL_EXERCISES:
-        files = [root / "exercises" / f"{name}{suffix}" for suffix in (".py", ".cu")]
-        existing = [f for f in files if f.is_file()]
+        files = [f"{name}{suffix}" for suffix in (".py", ".cu")]
+        existing = [f for f in files if f in known]
         if not existing:
-            raise RuntimeError(f"exercise {name} is registered in hgemm_course/check but neither "
-                               f"{files[0].relative_to(root)} nor {files[1].relative_to(root)} exists.")
-        found[name] = existing[0]
+            raise RuntimeError(f"exercise {name} is registered in hgemm_course/check but neither {files[0]} nor "
+                               f"{files[1]} is in hgemm_course/check/sources/.")
+        found[name] = ExerciseFile(existing[0], render(existing[0])[0])
     return found
 
 
@@ -115,7 +131,7 @@ def pages(root: Path) -> list[str]:
     """Every page of the site, as Sphinx names them (the HTML file without ``.html``), in reading order."""
     rungs = list(registry().values())
     return (["index"] + [path.stem for path in chapters(root)]
-            + ["exercises/index"] + [f"exercises/{name}" for name in exercises(root)]
+            + ["exercises/index"] + [f"exercises/{name}" for name in exercises()]
             + ["kernels/index"] + [k.page for k in kernel_files()]
             + [diff_page(previous_rung(r), r) for r in rungs if r.kernel_path and diffable(previous_rung(r), r)]
             + ["results"])
@@ -141,10 +157,10 @@ def readme_sections(readme: str) -> tuple[str, str]:
     return intro, commands.strip()
 
 
-def problem_statement(path: Path) -> str:
+def problem_statement(exercise: ExerciseFile) -> str:
     """An exercise's problem in its author's words: the module docstring of a .py, the leading comment of a .cu."""
-    text = path.read_text()
-    if path.suffix == ".py":
+    text = exercise.text
+    if exercise.suffix == ".py":
         return ast.get_docstring(ast.parse(text)) or ""
     lines = []
     for line in text.splitlines():
@@ -252,12 +268,12 @@ def chapter_notebook(path: Path, exercise_names: list[str]):
     return nb
 
 
-def exercise_page(name: str, path: Path, description: str, chapter: str | None) -> str:
+def exercise_page(name: str, exercise: ExerciseFile, description: str, chapter: str | None) -> str:
     """An exercise's page: the problem, the command that checks it and the file; ``chapter``: its notebook's stem."""
     back = f"It goes with [chapter {name[2:4]}](../{chapter}.ipynb). " if chapter else ""
     return f"""# {name}
 
-{description} {back}Fill in the part marked TODO in `exercises/{path.name}` (or in a copy of it) and check it:
+{description} {back}Fill in the part marked TODO in `exercises/{exercise.name}` (or in a copy of it) and check it:
 
 {fenced(f"hgemm-course check {name}", "bash")}
 The checker runs your code in a separate process and says exactly what is wrong: the first wrong input,
@@ -265,14 +281,15 @@ what was expected and what came back.
 
 ## The problem
 
-{fenced(problem_statement(path))}
-## The file: `exercises/{path.name}`
+{fenced(problem_statement(exercise))}
+## The file: `exercises/{exercise.name}`
 
-{fenced(path.read_text(), LEXERS[path.suffix])}"""
+{fenced(exercise.text, LEXERS[exercise.suffix])}"""
 
 
-def exercises_index(found: dict[str, Path], descriptions: dict[str, str]) -> str:
-    rows = "\n".join(f"| [{name}]({name}.md) | `{path.name}` | {descriptions[name]} |" for name, path in found.items())
+def exercises_index(found: dict[str, ExerciseFile], descriptions: dict[str, str]) -> str:
+    rows = "\n".join(f"| [{name}]({name}.md) | `{exercise.name}` | {descriptions[name]} |"
+                     for name, exercise in found.items())
     return f"""# Exercises
 
 Each exercise is one function or one kernel fragment of the chapter with its number. Fill it in and run
@@ -472,15 +489,15 @@ def write_sources(folder: Path, root: Path) -> None:
 
     chapter_paths = chapters(root)
     chapter_stems = {chapter_number(path): path.stem for path in chapter_paths}
-    found = exercises(root)
+    found = exercises()
     (folder / "index.md").write_text(landing_page(root, chapter_paths))
     for path in chapter_paths:
         names = [name for name in found if name[2:4] == chapter_number(path)]
         nbformat.write(chapter_notebook(path, names), folder / path.name)
 
     (folder / "exercises" / "index.md").write_text(exercises_index(found, ALL_EXERCISES))
-    for name, path in found.items():
-        page = exercise_page(name, path, ALL_EXERCISES[name], chapter_stems.get(name[2:4]))
+    for name, exercise in found.items():
+        page = exercise_page(name, exercise, ALL_EXERCISES[name], chapter_stems.get(name[2:4]))
         (folder / "exercises" / f"{name}.md").write_text(page)
 
     kernels = kernel_files()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -12,6 +13,12 @@ from . import device
 from .harness import MIN_REPEATS
 
 SIM_SHAPE = (48, 40, 72)             # M, N, K: tails in every dimension, a few seconds in the simulator
+# The Numba CUDA simulator runs one Python thread per element of C: 256 x 256 x 1 took 13 s a rung, 128 x 128 x 512
+# 27 s. verify refuses more under NUMBA_ENABLE_CUDASIM=1 (each operand then holds at most 2^22 elements, 8 MiB).
+SIM_MAX_OUTPUTS = 2**16              # M x N
+SIM_MAX_MACS = 2**22                 # M x N x K
+MAX_SHAPES_FILE_BYTES = 1 << 20      # a file of shapes, one per line
+OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)   # writes to a full or failing disk
 VERIFY_SIZES = ((257, 136, 72), (1024, 1024, 1024))   # tails in M, N and K (multiples of 8: rungs 03-11), then square
 DEFAULT_BENCH_SIZES = tuple((n, n, n) for n in (1024, 2048, 4096, 8192))
 TUNE_SIZES = ((4096, 4096, 4096), (8192, 8192, 8192))
@@ -53,12 +60,24 @@ def _parse_shapes(text: str) -> list[tuple[int, int, int]]:
     """argparse type for --shapes: a size (``n`` or ``MxNxK``) or a file of them, one per line, where
     ``#`` starts a comment."""
     path = Path(text)
-    if not path.is_file():
-        if "x" not in text.lower() and not text.isdigit():
-            raise argparse.ArgumentTypeError(f"{text!r}: no such file; give a file of shapes or MxNxK, e.g. 4096x2048x8192")
-        return [_parse_size(text)]
+    if not path.is_file():                       # a FIFO or a device is not read: it could block or never end
+        try:
+            return [_parse_size(text)]
+        except argparse.ArgumentTypeError:
+            why = "not a file of shapes" if path.exists() else "no such file"
+            raise argparse.ArgumentTypeError(f"{text!r}: {why}, nor a size; give a file of shapes (one n or MxNxK "
+                                             "per line) or a size, e.g. 4096 or 4096x2048x8192") from None
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SHAPES_FILE_BYTES + 1)
+        if len(data) > MAX_SHAPES_FILE_BYTES:
+            raise ValueError(f"over {MAX_SHAPES_FILE_BYTES >> 20} MiB, more than a file of shapes holds")
+        lines = data.decode().splitlines()
+    except (OSError, ValueError) as e:           # unreadable, too big, or not text
+        raise argparse.ArgumentTypeError(f"{path}: cannot read it as a file of shapes ({e}); give a text file with "
+                                         "one n or MxNxK per line") from None
     shapes = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         line = line.split("#", 1)[0].strip()
         if line:
             try:
@@ -184,6 +203,13 @@ def _checked_rungs(ids, shapes) -> list:
     for rung in rungs:
         for shape in shapes:
             rung.check_shape(*shape)
+            M, N, K = shape
+            if rung.cudasim and device.cudasim_enabled() and (M * N > SIM_MAX_OUTPUTS or M * N * K > SIM_MAX_MACS):
+                raise ValueError(
+                    f"{_sizes_text([shape])} is too big for the Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1), which "
+                    f"runs a Python thread per element of C: it takes at most {SIM_MAX_OUTPUTS} (2^16) elements of C "
+                    f"(M x N) and {SIM_MAX_MACS} (2^22) multiply-adds (M x N x K), half a minute a rung; give a "
+                    f"smaller size, e.g. {_sizes_text([SIM_SHAPE])}, or verify this one on a GPU.")
     return rungs
 
 
@@ -358,6 +384,9 @@ def cmd_results(args) -> int:
         changed = rewrite_readme(REPO_ROOT / "README.md")
         print("README.md ladder table " + ("rewritten" if changed else "already up to date"))
         return 0
+    if args.dir is not None and not args.dir.is_dir():
+        raise ValueError(f"{args.dir} is {'not a folder' if args.dir.exists() else 'no folder'}; give --dir a folder "
+                         "of run files (bench_*.json), e.g. ./hgemm-results, or leave it out for the recorded results/.")
     records = load_records(args.dir)
     if args.json:
         _print_json(records)
@@ -365,7 +394,7 @@ def cmd_results(args) -> int:
     if not records:
         print("No recorded results yet (run `hgemm-course bench` on a GPU).")
         return 0
-    files = sorted({(r["file"], r["date"], r["gpu"]) for r in records})
+    files = sorted({(r["file"], r["date"], r["gpu"]) for r in records}, key=str)
     print("Recorded results (not measured now):")
     for name, date, gpu in files:
         print(f"  {name}: {gpu}, {date}")
@@ -714,7 +743,8 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
                    help="rungs to verify, e.g. 01 05 11 (default: every rung; rungs 01-02 under NUMBA_ENABLE_CUDASIM=1)")
     s.add_argument("--sizes", nargs="+", type=_parse_size, metavar="SIZE",
                    help=f"each n (for n x n x n) or MxNxK (default: {_sizes_text(VERIFY_SIZES)}; "
-                        f"{_sizes_text([SIM_SHAPE])} under NUMBA_ENABLE_CUDASIM=1)")
+                        f"{_sizes_text([SIM_SHAPE])} under NUMBA_ENABLE_CUDASIM=1, which takes at most "
+                        f"{SIM_MAX_OUTPUTS} elements of C and {SIM_MAX_MACS} multiply-adds)")
     s.add_argument("--seed", type=_at_least(0),
                    help="seed of the random inputs, to repeat a failure (default: a fresh one, printed on failure)")
     s.add_argument("--as", dest="as_arch", metavar="ARCH",
@@ -856,8 +886,11 @@ def main(argv=None) -> int:
             from . import target
 
             with target.use(target.named(args.as_arch).run_here()):
-                return args.fn(args)
-        return args.fn(args)
+                code = args.fn(args)
+        else:
+            code = args.fn(args)
+        sys.stdout.flush()           # a full disk shows here, not as an exception Python ignores at exit
+        return code
     except (ValueError, TypeError, RuntimeError) as exc:     # the package's refusals, each naming its fix
         if os.environ.get("HGEMM_COURSE_TRACEBACK"):          # for a developer chasing a bug behind a refusal
             raise
@@ -866,6 +899,23 @@ def main(argv=None) -> int:
     except BrokenPipeError:          # `hgemm-course list --json | head`
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRORS or exc.filename is not None or os.environ.get("HGEMM_COURSE_TRACEBACK"):
+            raise                    # not a write that failed, or one to a file the command named
+        _drop_stdout()
+        print(f"hgemm-course {args.command}: cannot write the output ({exc.strerror or exc}); free space on the disk "
+              "it goes to, or redirect it elsewhere.", file=sys.stderr)
+        return 1
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that what could not be written is not tried again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):    # no file descriptor behind sys.stdout (a test's capture)
+        pass
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
+from numbers import Integral
 from typing import Callable
 
 SK_WAVES_TRIED = (0, 1, 2)      # whole waves rung 12 may divide besides the last, part-empty one
@@ -121,6 +122,12 @@ NARROW_TILES = (128, 64)
 NARROW_TILE_STAGES = 8
 NARROW_TILE_SPEED = 0.55
 NARROW_TILE_UNALIGNED_SPEED = 0.68
+# What the model plans: its walk visits every tile of C, so its time and memory grow with M x N (2^35 elements,
+# 64 GiB of fp16, take it two to three seconds and half a GB; 10^6 x 10^6 took a minute and 10 GB, 10^9 x 10^9 ran
+# out of memory). Past these bounds it refuses, with the bound in the message.
+MAX_DIM = 2**24                 # each of M, N and K
+MAX_C_ELEMENTS = 2**35          # M x N
+MAX_UNITS = 10_000              # clusters that run at once
 
 
 @dataclass(frozen=True)
@@ -221,6 +228,25 @@ def super_margin(N: int, K: int) -> float:
     return LARGE_B_SUPER_MARGIN if 2 * K * N > H200_L2_BYTES else 0.0
 
 
+def check_plannable(M: int, N: int, K: int, units: int | None = None) -> None:
+    """A ValueError of one line, naming the bound, for a shape or a count of clusters the model does not plan."""
+    for name, value in (("M", M), ("N", N), ("K", K), ("units", units)):
+        if value is None and name == "units":
+            continue
+        if not isinstance(value, Integral) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}={value!r}: the plan takes whole numbers of at least 1.")
+    too_big = [f"{name}={value}" for name, value in (("M", M), ("N", N), ("K", K)) if value > MAX_DIM]
+    if too_big:
+        raise ValueError(f"{', '.join(too_big)} {'is' if len(too_big) == 1 else 'are'} over the plan's ceiling of "
+                         f"{MAX_DIM} (2^24) per dimension; plan a shape with M, N and K each at most {MAX_DIM}.")
+    if M * N > MAX_C_ELEMENTS:
+        raise ValueError(f"M x N = {M}x{N} is over the plan's ceiling of {MAX_C_ELEMENTS} (2^35) elements of C (64 GiB "
+                         "of fp16), past which its walk of every tile takes minutes and gigabytes; plan a smaller M or N.")
+    if units is not None and units > MAX_UNITS:
+        raise ValueError(f"units={units} is over the plan's ceiling of {MAX_UNITS} clusters that run at once; "
+                         f"give units (--units) at most {MAX_UNITS}.")
+
+
 @lru_cache(maxsize=1024)
 def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     """The plan for an M x N x K product (cached per shape), over ``units`` clusters of two CTAs: rung 11 with
@@ -237,6 +263,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     from .ladder.r12_streamk import CLUSTER_M, TILES
     from .sim import waves
 
+    check_plannable(M, N, K, units)
     units = units or units_here()
     ctas = units * CLUSTER_M
     shape = dict(tile_m=TILES.bm, tile_n=TILES.bn, tile_k=TILES.bk, units=units, cluster_m=CLUSTER_M)

@@ -6,14 +6,19 @@ makes a figure up: :func:`load_records` only reads what a real run wrote.
 
 Runs go to ./hgemm-results/ (or a folder of your choice); the course's recorded H200
 figures in results/ change only through ``--record`` (see :func:`run_folder`), so a run
-on another GPU never replaces the figures README's table is written from.
+on another GPU never replaces the figures README's table is written from. Reading, every
+reader goes through :func:`load_runs`, which skips, with one warning naming the file, what
+is not a whole run: a special file, a malformed record, and in results/ a run without the
+provenance every recorded run has.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
 import secrets
+import stat
 import warnings
 from pathlib import Path
 
@@ -23,6 +28,10 @@ from .paths import require_writable, results_dir, user_results_dir, write_atomic
 RECORD_KEYS = ("rung", "M", "N", "K", "tflops", "cublas_tflops", "pct_cublas", "gpu", "date")
 RECORDED_GPU = "H200"                 # the GPU whose runs results/ and README's table hold
 RECORD_NEEDS = ("driver", "cuda_runtime", "nvrtc", "packages", "date")
+# The model comparisons join an ncu run on the H200 with the model run on another machine: their provenance names
+# when ncu measured and the H200's driver release (the linear bank probe's lacks the driver's CUDA version)
+MODEL_NEEDS = ("measured_at", "driver_release", "cuda_runtime", "nvrtc", "packages", "date")
+MAX_RUN_FILE_BYTES = 64 << 20         # the largest run the course writes is 300 kB; a bigger file is no run of ours
 
 
 def provenance(extra: dict | None = None) -> dict:
@@ -103,25 +112,144 @@ def _write_with_provenance(data: dict, kind: str, folder: Path | None) -> Path:
     return write_atomic(path, json.dumps(data, indent=1, default=float) + "\n")
 
 
+def _read_text(path: Path) -> str:
+    """A regular file's text, read without blocking: a FIFO, a device (a link to /dev/zero), a folder or a file over
+    MAX_RUN_FILE_BYTES is a ValueError saying which."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)       # a FIFO opens at once instead of waiting for a writer
+    except OSError as exc:
+        raise ValueError(exc.strerror or exc) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise ValueError(exc.strerror or exc) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise ValueError(f"{kind}, not a file")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_RUN_FILE_BYTES + 1)
+    if len(data) > MAX_RUN_FILE_BYTES:
+        raise ValueError(f"over {MAX_RUN_FILE_BYTES >> 20} MiB, more than any run file")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise ValueError(exc) from None
+
+
 def _read_run(path: Path) -> dict:
     """One run file, or a ValueError saying why it is not one."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(exc) from None
+        data = json.loads(_read_text(path))
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
     if not (isinstance(data, dict) and isinstance(data.get("provenance"), dict)
             and isinstance(data["provenance"].get("date"), str) and isinstance(data.get("records"), list)):
         raise ValueError("no provenance with a date, or no list of records")
+    gpu = data["provenance"].get("gpu")
+    if gpu is not None and not isinstance(gpu, str):
+        raise ValueError(f"the provenance's gpu is {gpu!r}, not a name")
     return data
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive(value) -> bool:
+    return _number(value) and value > 0
+
+
+def _list_of(test):
+    return lambda value: isinstance(value, list) and all(test(v) for v in value)
+
+
+def _or_none(test):
+    return lambda value: value is None or test(value)
+
+
+TEXT = (lambda v: isinstance(v, str), "text")
+SIZE = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number of at least 1")
+NUMBER = (_number, "a number")
+NUMBER_OR_NULL = (_or_none(_number), "a number or null")
+SAMPLES = (_list_of(_positive), "a list of positive numbers")
+READINGS = (_list_of(_or_none(_number)), "a list of numbers or nulls")
+OBJECT = (lambda v: isinstance(v, dict), "an object")
+STALLS = (_list_of(lambda s: isinstance(s, dict) and isinstance(s.get("reason"), str) and _number(s.get("share_pct"))),
+          "a list of {reason, share_pct}")
+# What a field holds wherever a record has it, and what each kind's records must have: what their readers
+# (results, book, viz, the chapters) take for granted. A record that breaks them is skipped, with a warning.
+COMMON_FIELDS = {"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "gpu": (_or_none(TEXT[0]), "text or null"),
+                 "date": TEXT}
+_TIMED = {"ms": NUMBER_OR_NULL, "cublas_ms": NUMBER_OR_NULL, "samples_ms": SAMPLES, "cublas_samples_ms": SAMPLES,
+          "sm_clock_mhz": READINGS, "cublas_sm_clock_mhz": READINGS, "pct_cublas_pairwise": NUMBER_OR_NULL}
+_PROFILE_METRICS = ("registers", "grid", "block", "smem_dynamic", "tensor_pipe_active_pct", "tensor_instructions",
+                    "issue_active_pct", "dram_read_bytes", "dram_write_bytes", "dram_bytes", "l2_hit_pct",
+                    "achieved_occupancy_pct", "warps_per_sm", "duration_ns", "sm_clock_mhz", "cycles")
+RECORD_FIELDS = {             # kind (the file name's first word) -> (fields it must have, fields checked if present)
+    "bench": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "tflops": NUMBER, "cublas_tflops": NUMBER,
+               "pct_cublas": NUMBER}, _TIMED),
+    "tune": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "pct_cublas": NUMBER},
+             {"tflops": NUMBER, "cublas_tflops": NUMBER, "config": OBJECT, "label": TEXT, **_TIMED}),
+    "profile": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "variant": TEXT},
+                {"top_stalls": STALLS, "stalls": OBJECT, "smem": OBJECT, **{name: NUMBER_OR_NULL for name in _PROFILE_METRICS}}),
+    "ceilings": ({"cublas_tflops": NUMBER},
+                 {"bandwidth_gbs": NUMBER, "mma_sync_bound": (_list_of(lambda b: isinstance(b, dict)), "a list of objects"),
+                  "mma_sync_peak": OBJECT,
+                  **{name: NUMBER_OR_NULL for name in ("fp32_tflops", "mma_sync_tflops", "datasheet_fp16_tflops",
+                                                       "datasheet_fp32_tflops", "datasheet_bandwidth_gbs")}}),
+    "model": ({"check": TEXT, "config": OBJECT, "quantity": TEXT}, {}),
+}
+
+
+def _shown(value) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def record_problem(record, kind: str = "bench") -> str | None:
+    """What makes ``record`` unreadable as a record of this kind of run (one phrase), or None when it is whole."""
+    if not isinstance(record, dict):
+        return f"is {_shown(record)}, not an object"
+    needed, optional = RECORD_FIELDS.get(kind.split("_")[0], ({}, {}))
+    missing = [key for key in needed if key not in record]
+    if missing:
+        return f"has no {', '.join(missing)}"
+    for key, (test, what) in {**COMMON_FIELDS, **optional, **needed}.items():
+        if key in record and not test(record[key]):
+            return f"has {key} = {_shown(record[key])}, not {what}"
+    return None
+
+
+def _provenance_problem(prov: dict, kind: str) -> str | None:
+    """What the provenance of a run in the recorded folder lacks of what every recorded run has, or None."""
+    needs = MODEL_NEEDS if kind.startswith("model") else RECORD_NEEDS
+    missing = [key for key in needs if not prov.get(key)]
+    packages = prov.get("packages")
+    if packages and not (isinstance(packages, dict) and all(isinstance(v, str) and v for v in packages.values())):
+        missing.append("a version of every package")
+    if RECORDED_GPU not in str(prov.get("gpu") or ""):
+        missing.append(f"an {RECORDED_GPU} as its GPU")
+    return f"its provenance lacks {', '.join(missing)}" if missing else None
+
+
+def _in_recorded_folder(folder: Path) -> bool:
+    recorded = results_dir().resolve()
+    folder = folder.resolve()
+    return folder == recorded or recorded in folder.parents
 
 
 def load_runs(folder: Path | None = None, *, kind: str = "bench", gpu: str | None = None) -> list[tuple[Path, dict]]:
     """Every run of this kind in the folder (default: the recorded results/), oldest first.
 
-    ``gpu``: only runs whose provenance names a GPU containing it ("H200"). A file that is not a
-    complete run (cut short by a crash, edited by hand) is skipped with a warning that names it.
+    ``gpu``: only runs whose provenance names a GPU containing it ("H200"). A file that is not a complete run
+    (cut short by a crash, edited by hand, a FIFO or a link to a device), a run in the recorded folder whose
+    provenance lacks what every recorded run has (:data:`RECORD_NEEDS`, an H200), and a record its readers could
+    not read (:func:`record_problem`) are skipped, each file with one warning that names it and what is wrong.
     """
     folder = Path(folder) if folder else results_dir()
+    recorded = _in_recorded_folder(folder)
     runs = []
     for path in sorted(folder.glob(f"{kind}_*.json")):
         try:
@@ -129,6 +257,20 @@ def load_runs(folder: Path | None = None, *, kind: str = "bench", gpu: str | Non
         except ValueError as exc:
             warnings.warn(f"skipped {path}: not a complete run file ({exc})", stacklevel=2)
             continue
+        if recorded and (why := _provenance_problem(data["provenance"], kind)):
+            warnings.warn(f"skipped {path}: {why}, which every recorded run has; record runs with --record on the "
+                          f"{RECORDED_GPU}, and move any other run out of {folder}", stacklevel=2)
+            continue
+        problems = [(i, why) for i, r in enumerate(data["records"]) if (why := record_problem(r, kind))]
+        if problems:
+            i, why = problems[0]
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            warnings.warn(f"skipped {len(problems)} of {len(data['records'])} records of {path}: record {i} {why}"
+                          f"{more}; write the file again with the command that made it, or delete it", stacklevel=2)
+            bad = {i for i, _ in problems}
+            data = {**data, "records": [r for i, r in enumerate(data["records"]) if i not in bad]}
+            if not data["records"]:
+                continue                        # nothing of the run is left to read
         if gpu is None or gpu in (data["provenance"].get("gpu") or ""):
             runs.append((path, data))
     runs.sort(key=lambda pd: pd[1]["provenance"]["date"])
@@ -138,7 +280,8 @@ def load_runs(folder: Path | None = None, *, kind: str = "bench", gpu: str | Non
 def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: str | None = None) -> list[dict]:
     """Flat records with RECORD_KEYS (plus ``file``); by default the newest per (rung, M, N, K).
 
-    ``folder`` defaults to the recorded results/; ``gpu`` keeps only runs on that GPU (see :func:`load_runs`).
+    ``folder`` defaults to the recorded results/; ``gpu`` keeps only runs on that GPU (see :func:`load_runs`, which
+    skips what is malformed).
     """
     rows = {}
     listing = []

@@ -24,6 +24,7 @@ import pytest
 
 from hgemm_course import book
 from hgemm_course.check import ALL_EXERCISES
+from hgemm_course.check.generate import render
 from hgemm_course.cli import main
 from hgemm_course.ladder import get, registry
 
@@ -43,11 +44,12 @@ def normalized(text: str) -> str:
 
 
 def solution_lines(name: str) -> list[str]:
-    """The lines of ``solutions/<name>`` that its exercise file does not show anywhere: the answer, line by line."""
-    suffix = book.exercises(ROOT)[name].suffix
-    exercise = normalized((ROOT / "exercises" / f"{name}{suffix}").read_text())
-    solution = [normalized(line) for line in (ROOT / "solutions" / f"{name}{suffix}").read_text().splitlines()]
-    return [line for line in solution if len(line) >= SECRET_LINE_CHARS and line not in exercise]
+    """The lines of the solution that the exercise as generated does not show anywhere: the answer, line by line
+    (from the course's source, not the working copies in exercises/ and solutions/, which a learner may edit)."""
+    exercise, solution = render(book.exercises()[name].name)
+    exercise = normalized(exercise)
+    return [line for line in map(normalized, solution.splitlines())
+            if len(line) >= SECRET_LINE_CHARS and line not in exercise]
 
 
 @functools.lru_cache(maxsize=1)
@@ -140,17 +142,17 @@ def test_the_chapter_box_links_kernel_diff_and_exercise():
 
 @pytest.mark.parametrize("name", list(ALL_EXERCISES))
 def test_an_exercise_page_states_the_problem_and_the_command_but_not_the_answer(name):
-    path = book.exercises(ROOT)[name]
-    page = book.exercise_page(name, path, ALL_EXERCISES[name], None)
+    exercise = book.exercises()[name]
+    page = book.exercise_page(name, exercise, ALL_EXERCISES[name], None)
     assert f"hgemm-course check {name}" in page
-    assert normalized(book.problem_statement(path).splitlines()[0]) in normalized(page)
-    assert normalized(path.read_text()) in normalized(page)
+    assert normalized(book.problem_statement(exercise).splitlines()[0]) in normalized(page)
+    assert normalized(exercise.text) in normalized(page)
     leaked = [line for line in solution_lines(name) if line in normalized(page)]
     assert not leaked, f"{name}'s page shows its solution: {leaked}"
 
 
 def test_the_problem_of_a_kernel_exercise_is_its_leading_comment():
-    statement = book.problem_statement(ROOT / "exercises" / "ex03_wmma.cu")
+    statement = book.problem_statement(book.exercises()["ex03_wmma"])
     assert statement.startswith("Exercise 03") and "#include" not in statement
 
 

@@ -81,11 +81,13 @@ def test_readme_table_takes_only_recorded_h200_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(results, "results_dir", lambda: recorded)
     (tmp_path / "README.md").write_text(f"intro\n{README_BEGIN}\nold table\n{README_END}\n")
     monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
-    write_run([_record("01", 1024, 2.0, 0.5)], folder=recorded, extra={"gpu": "NVIDIA H200"})
+    complete = {"driver": "13.0", "cuda_runtime": "13.3", "nvrtc": "13.0", "packages": {"numpy": "2.4.6"}}
+    write_run([_record("01", 1024, 2.0, 0.5)], folder=recorded, extra={"gpu": "NVIDIA H200", **complete})
     time.sleep(1.1)
-    write_run([_record("01", 1024, 1.0, 0.5), _record("01", 2048, 1.0, 0.5)], folder=recorded,
-              extra={"gpu": "NVIDIA GeForce RTX 4090"})
-    assert main(["results", "--readme"]) == 0
+    other = write_run([_record("01", 1024, 1.0, 0.5), _record("01", 2048, 1.0, 0.5)], folder=recorded,
+                      extra={"gpu": "NVIDIA GeForce RTX 4090", **complete})
+    with pytest.warns(UserWarning, match=f"skipped {other}: its provenance lacks an H200 as its GPU"):
+        assert main(["results", "--readme"]) == 0
     readme = (tmp_path / "README.md").read_text()
     assert "**25.0%**" in readme and "**50.0%**" not in readme and "2048^3" not in readme
     assert "RTX 4090" not in readme and "old table" not in readme

@@ -203,7 +203,8 @@ def test_clocks_are_each_launchs_profiled_cycles_over_its_time(tmp_path):
     from hgemm_course.results import write_run
     from hgemm_course.viz import clocks_data
 
-    bench = {"rung": "07", "M": 512, "N": 512, "K": 512, "ms": 2.0, "cublas_ms": 1.0, "pct_cublas": 50.0,
+    bench = {"rung": "07", "M": 512, "N": 512, "K": 512, "ms": 2.0, "cublas_ms": 1.0, "tflops": 0.13,
+             "cublas_tflops": 0.27, "pct_cublas": 50.0,
              "samples_ms": [2.0, 2.5], "cublas_samples_ms": [1.2, 1.25], "sm_clock_mhz": [1980, None],
              "cublas_sm_clock_mhz": [1980, 1500], "paired": True}
     write_run([{**bench, "rung": "05"}, bench], folder=tmp_path, extra={"gpu": "NVIDIA H200"})

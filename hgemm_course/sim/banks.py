@@ -31,7 +31,7 @@ instruction form, it seems). How the rule was measured and what is still open: r
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .cache import cached_njit
 
 from .swizzle import TileLayout
 
@@ -41,7 +41,7 @@ WARP_SIZE = 32
 PHASE_LANES = {4: 32, 8: 16, 16: 8}
 
 
-@njit(cache=True)
+@cached_njit()
 def _wavefronts_per_request(byte_addrs, access_bytes, phase_lanes, num_banks, bank_bytes):
     # byte_addrs: (requests, lanes) int64
     requests, lanes = byte_addrs.shape
@@ -110,7 +110,7 @@ def lane_banks(byte_addrs, *, num_banks=NUM_BANKS, bank_bytes=BANK_BYTES):
     return (np.asarray(byte_addrs, dtype=np.int64) // bank_bytes) % num_banks
 
 
-@njit(cache=True)
+@cached_njit()
 def _ldgsts_per_request(shared, global_):
     requests, lanes = shared.shape
     out = np.zeros(requests, np.int64)

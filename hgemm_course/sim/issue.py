@@ -43,7 +43,7 @@ The settings (:data:`ISSUE_H200`):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .cache import cached_njit
 
 FEEDS = ("registers", "ldmatrix")
 LIMITS = ("tensor_pipe", "mma_sync", "dependent_issue", "issue", "shared_memory")
@@ -61,7 +61,7 @@ ISSUE_H200 = {
 }
 
 
-@njit(cache=True)
+@cached_njit()
 def k_step_cycles(warps_per_sm, wm, wn, ldmatrix, schedulers, tensor_flops_per_clk, mma_cycles,
                   mma_warp_interval, other_per_k_step, ldmatrix_bytes_per_clk):
     """Cycles one SM needs for one k-step of all its warps, per limit, in :data:`LIMITS` order."""

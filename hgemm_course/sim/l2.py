@@ -76,7 +76,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from .cache import cached_njit
 
 from ..target import RECORDED
 
@@ -88,17 +88,17 @@ SPLITMIX_GAMMA, SPLITMIX_M1, SPLITMIX_M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B
 H200_L2_PARTITIONS = 2
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _mix(x):
     return np.uint64(x) * np.uint64(HASH_MULTIPLIER)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _set_of(line, num_sets):
     return np.int64((_mix(line) >> np.uint64(HASH_SHIFT)) % np.uint64(num_sets))
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _partition_of(x, partitions):
     """The partition a line is homed in (``x`` a line) or an SM sits next to (``x`` a CTA's launch
     index): SplitMix64's finalizer, whose every output bit depends on every input bit (a
@@ -110,7 +110,7 @@ def _partition_of(x, partitions):
     return np.int64(z % np.uint64(partitions))
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _touch(tags, p, line, num_sets, ways):
     """Look ``line`` up in partition ``p``, fill it on a miss; 1 on a hit. Each set keeps its lines
     most recently used first, so a hit moves its line to the front and a fill drops the last (LRU)."""
@@ -126,7 +126,7 @@ def _touch(tags, p, line, num_sets, ways):
     return hit
 
 
-@njit(cache=True)
+@cached_njit()
 def _read_line(tags, line, readers, first, num_sets, ways, partitions):
     """All reads of one line by one wave in one k-step: the SMs of partition ``first`` (where the
     wave's earliest CTA reading it sits) look it up first, then each other partition with readers.
@@ -155,7 +155,7 @@ def _read_line(tags, line, readers, first, num_sets, ways, partitions):
     return lookups, hits, fills
 
 
-@njit(cache=True)
+@cached_njit()
 def _simulate(order, M, N, K, BM, BN, BK, elem_bytes, line_bytes, num_sets, ways, ctas_in_flight, partitions):
     grid_m = (M + BM - 1) // BM
     grid_n = (N + BN - 1) // BN

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import njit
+from .cache import cached_njit
 
 from .issue import ISSUE_H200, MMA_FLOPS
 
@@ -120,7 +120,7 @@ def rung_ring(rung: str) -> Ring:
                 producer_label="producer warpgroup (TMA)")
 
 
-@njit(cache=True)
+@cached_njit()
 def _write_out(c, k, tile, first, last, start, part_time, e_part, e_start, e_end, cta_end):
     """Consumer k of CTA c writes parts first .. last - 1 of tile `tile` out, one after another from `start`;
     the CTA's tile is finished once every consumer has written its last part. Returns when this consumer is
@@ -142,7 +142,7 @@ def _write_out(c, k, tile, first, last, start, part_time, e_part, e_start, e_end
     return t
 
 
-@njit(cache=True)
+@cached_njit()
 def _play(stages, k_tiles, tiles, ctas, consumers, dedicated, async_mma, persistent, deferred, parts, wait_first,
           lookahead, load_latency, mma_time, epilogue_time):
     """The event loop: again and again, run the agent whose next action comes first among those whose

@@ -6,12 +6,12 @@ the GPU launches CTAs in increasing ``blockIdx.x``, so consecutive rows run toge
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .cache import cached_njit
 
 ORDERS = ("row_major", "col_major", "supertile", "grouped", "hilbert")
 
 
-@njit(cache=True)
+@cached_njit()
 def _supertile(grid_m, grid_n, super_m, super_n):
     supers_n = (grid_n + super_n - 1) // super_n
     supers_m = (grid_m + super_m - 1) // super_m
@@ -29,7 +29,7 @@ def _supertile(grid_m, grid_n, super_m, super_n):
     return out
 
 
-@njit(cache=True)
+@cached_njit()
 def _grouped(grid_m, grid_n, group_m):
     n = grid_m * grid_n
     out = np.empty((n, 2), np.int64)
@@ -42,7 +42,7 @@ def _grouped(grid_m, grid_n, group_m):
     return out
 
 
-@njit(cache=True)
+@cached_njit()
 def _hilbert(grid_m, grid_n):
     side = 1
     while side < max(grid_m, grid_n):

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from .cache import cached_njit
 
 MODES = ("dp", "streamk", "hybrid")
 # Rung 11's launch (ladder/r11_persistent.py): 128x256x64 tiles, clusters of 2 CTAs along M, one cluster per
@@ -59,7 +59,7 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@njit(cache=True)
+@cached_njit()
 def _ranges(total, units):
     """[begin, end) of each unit: total // units iterations each, one more for the first total % units."""
     out = np.empty((units, 2), np.int64)
@@ -70,7 +70,7 @@ def _ranges(total, units):
     return out
 
 
-@njit(cache=True)
+@cached_njit()
 def _simulate(tiles, iters_per_tile, units, dp_tiles, fixup, sk_cost):
     """The schedule's segments and per-unit times.
 

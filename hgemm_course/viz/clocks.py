@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
+CLOCKED_RUN = ("samples_ms", "cublas_samples_ms", "sm_clock_mhz", "cublas_sm_clock_mhz")   # what a pair's clocks need
+
 
 def clocks_data(rung: str = "07", size: int = 8192, *, folder=None, profiles_folder=None) -> dict:
     """Per pair of the newest recorded paired bench of ``rung`` at ``size``^3 that read clocks during its launches:
@@ -25,7 +27,8 @@ def clocks_data(rung: str = "07", size: int = 8192, *, folder=None, profiles_fol
     runs = [{**r, "file": path.name, "gpu": r.get("gpu", data["provenance"].get("gpu")),
              "date": r.get("date", data["provenance"].get("date"))}
             for path, data in load_runs(folder) for r in data["records"]
-            if r.get("rung") == rung and r.get("M") == r.get("N") == r.get("K") == size and r.get("cublas_sm_clock_mhz")]
+            if r.get("rung") == rung and r.get("M") == r.get("N") == r.get("K") == size
+            and all(r.get(key) for key in CLOCKED_RUN)]
     if not runs:
         raise ValueError(f"No recorded paired bench of rung {rung} at {size}^3 with clock readings: run "
                          f"`hgemm-course bench {rung} --sizes {size} --record` on the H200.")
