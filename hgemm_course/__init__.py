@@ -16,8 +16,7 @@ except PackageNotFoundError:                    # imported from a checkout that 
     __version__ = "0+unknown"
 
 
-class NoGPUError(RuntimeError, ValueError):
-    """A rung needs a GPU (or a newer one) that this machine does not have."""
+from .errors import NoGPUError  # noqa: E402  (the package's exception, raised by api.py and harness.py)
 
 
 def rungs() -> list[dict]:
@@ -27,6 +26,6 @@ def rungs() -> list[dict]:
     return [r.as_dict() for r in registry().values()]
 
 
-from .api import gemm  # noqa: E402  (after NoGPUError, which api.py raises)
+from .api import gemm  # noqa: E402
 
 __all__ = ["NoGPUError", "__version__", "gemm", "rungs"]

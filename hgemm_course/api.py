@@ -15,7 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import NoGPUError, device, target
+from . import device, target
+from .errors import NoGPUError
 from .ladder import Rung, get, registry
 from .plan import plan
 

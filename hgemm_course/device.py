@@ -28,12 +28,6 @@ class GpuInfo:
     memory_bytes: int
     threads_per_sm: int = 0
 
-    @property
-    def arch(self) -> str:
-        from .target import arch_of
-
-        return arch_of(self.compute_capability)
-
 
 @dataclass
 class MachineReport:
@@ -49,10 +43,7 @@ class MachineReport:
     wheels_cuda: int | None = None      # the CUDA major the installed wheels are built for
 
     def as_dict(self) -> dict:
-        out = asdict(self)
-        if self.gpu:
-            out["gpu"]["arch"] = self.gpu.arch
-        return out
+        return asdict(self)
 
 
 def _package_version(name: str) -> str | None:
@@ -215,7 +206,7 @@ def format_report(report: MachineReport) -> str:
     if report.gpu:
         g = report.gpu
         lines += [
-            f"GPU              {g.name} ({g.arch}, compute capability {g.compute_capability[0]}.{g.compute_capability[1]})",
+            f"GPU              {g.name} (compute capability {g.compute_capability[0]}.{g.compute_capability[1]})",
             f"SMs              {g.sm_count}",
             f"L2 cache         {g.l2_bytes / 2**20:.0f} MiB",
             f"shared memory    {g.smem_per_sm // 1024} KiB per SM, {g.smem_per_block_optin // 1024} KiB per block (opt-in)",

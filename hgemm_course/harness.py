@@ -16,7 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import NoGPUError, device, target
+from . import device, target
+from .errors import NoGPUError
 from .ladder import Rung, get
 
 # fp16 output rounding alone gives a relative error near 2^-11 / sqrt(3) = 2.8e-4;
@@ -447,7 +448,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     there as (rung, the reason in one line) and the others run.
     """
     import cupy
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     gpu = device.require_gpu("Benchmarking")
     rungs = [get(r) if not isinstance(r, Rung) else r for r in rungs]

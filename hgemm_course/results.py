@@ -22,7 +22,7 @@ import stat
 import warnings
 from pathlib import Path
 
-from . import device
+from . import device, target
 from .paths import require_writable, results_dir, user_results_dir, write_atomic
 
 RECORD_KEYS = ("rung", "M", "N", "K", "tflops", "cublas_tflops", "pct_cublas", "gpu", "date")
@@ -41,7 +41,7 @@ def provenance(extra: dict | None = None) -> dict:
     out = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "gpu": gpu.name if gpu else None,
-        "arch": gpu.arch if gpu else None,
+        "arch": target.arch_of(gpu.compute_capability) if gpu else None,
         "sm_count": gpu.sm_count if gpu else None,
         "l2_bytes": gpu.l2_bytes if gpu else None,
         "target": _target_of_run(),
@@ -59,8 +59,6 @@ def provenance(extra: dict | None = None) -> dict:
 def _target_of_run() -> dict:
     """What the kernels were built for: the GPU's own architecture, or, under ``--as``, another target's
     configurations built as PTX and JIT-compiled for this GPU."""
-    from . import target
-
     t = target.current()
     return {"arch": t.arch, "gpu": t.gpu, "run_from_ptx": t.run_from_ptx, "run_on": t.host.gpu if t.host else None}
 
