@@ -11,13 +11,14 @@ from pathlib import Path
 
 from . import device
 from .harness import MIN_REPEATS
+from .shapes import parse_shapes as _parse_shapes
+from .shapes import parse_size as _parse_size
 
 SIM_SHAPE = (48, 40, 72)             # M, N, K: tails in every dimension, a few seconds in the simulator
 # The Numba CUDA simulator runs one Python thread per element of C: 256 x 256 x 1 took 13 s a rung, 128 x 128 x 512
 # 27 s. verify refuses more under NUMBA_ENABLE_CUDASIM=1 (each operand then holds at most 2^22 elements, 8 MiB).
 SIM_MAX_OUTPUTS = 2**16              # M x N
 SIM_MAX_MACS = 2**22                 # M x N x K
-MAX_SHAPES_FILE_BYTES = 1 << 20      # a file of shapes, one per line
 OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)   # writes to a full or failing disk
 VERIFY_SIZES = ((257, 136, 72), (1024, 1024, 1024))   # tails in M, N and K (multiples of 8: rungs 03-11), then square
 DEFAULT_BENCH_SIZES = tuple((n, n, n) for n in (1024, 2048, 4096, 8192))
@@ -31,20 +32,6 @@ def _print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def _parse_size(text: str) -> tuple[int, int, int]:
-    """argparse type: ``n`` (for n x n x n) or ``MxNxK``, every dimension at least 1."""
-    try:
-        dims = [int(p) for p in text.lower().replace("*", "x").split("x")]
-    except ValueError:
-        dims = []
-    if len(dims) == 1:
-        dims *= 3
-    if len(dims) != 3 or min(dims) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give n (for n x n x n) or MxNxK, each at least 1, "
-                                         "e.g. 4096 or 1000x1000x64")
-    return tuple(dims)
-
-
 def _parse_pair(text: str) -> tuple[int, int]:
     """argparse type: ``AxB`` (a tile or a super tile), both at least 1."""
     try:
@@ -54,39 +41,6 @@ def _parse_pair(text: str) -> tuple[int, int]:
     if min(a, b) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: both sides must be at least 1, e.g. 128x256")
     return a, b
-
-
-def _parse_shapes(text: str) -> list[tuple[int, int, int]]:
-    """argparse type for --shapes: a size (``n`` or ``MxNxK``) or a file of them, one per line, where
-    ``#`` starts a comment."""
-    path = Path(text)
-    if not path.is_file():                       # a FIFO or a device is not read: it could block or never end
-        try:
-            return [_parse_size(text)]
-        except argparse.ArgumentTypeError:
-            why = "not a file of shapes" if path.exists() else "no such file"
-            raise argparse.ArgumentTypeError(f"{text!r}: {why}, nor a size; give a file of shapes (one n or MxNxK "
-                                             "per line) or a size, e.g. 4096 or 4096x2048x8192") from None
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_SHAPES_FILE_BYTES + 1)
-        if len(data) > MAX_SHAPES_FILE_BYTES:
-            raise ValueError(f"over {MAX_SHAPES_FILE_BYTES >> 20} MiB, more than a file of shapes holds")
-        lines = data.decode().splitlines()
-    except (OSError, ValueError) as e:           # unreadable, too big, or not text
-        raise argparse.ArgumentTypeError(f"{path}: cannot read it as a file of shapes ({e}); give a text file with "
-                                         "one n or MxNxK per line") from None
-    shapes = []
-    for number, line in enumerate(lines, 1):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            try:
-                shapes.append(_parse_size(line))
-            except argparse.ArgumentTypeError as e:
-                raise argparse.ArgumentTypeError(f"{path}:{number}: {e}") from None
-    if not shapes:
-        raise argparse.ArgumentTypeError(f"{path}: holds no shape (one n or MxNxK per line)")
-    return shapes
 
 
 def _at_least(minimum: int):

@@ -7,11 +7,11 @@ from matplotlib.figure import Figure
 def course_sweep_shapes() -> list[tuple[int, int, int]]:
     """The shapes of the course's sweep, ``benchmarks/shapes_nonsquare.txt`` (none in an installed package without
     the repository)."""
-    from ..cli import _parse_shapes
+    from ..shapes import parse_shapes
     from ..paths import REPO_ROOT
 
     path = None if REPO_ROOT is None else REPO_ROOT / "benchmarks" / "shapes_nonsquare.txt"
-    return _parse_shapes(str(path)) if path is not None and path.is_file() else []
+    return parse_shapes(str(path)) if path is not None and path.is_file() else []
 
 
 def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
