@@ -143,7 +143,7 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
     """The whole chain on this GPU (30-60 s): copy bandwidth, cuBLAS fp16, FP32 CUDA cores, and
     every configuration of :data:`BOUND_CONFIGS`; the record ``hgemm-course ceilings`` writes."""
     import cupy
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     from .harness import random_inputs, tflops, time_launches
 

@@ -218,7 +218,7 @@ def best(records: list[dict]) -> tuple[dict, float] | None:
 def run(rung_id: str, sizes, configs=None, *, repeats: int = 30, progress: bool = True):
     """Verify and time every runnable configuration at ``sizes`` against cuBLAS (one process, one GPU).
     Returns (records, skipped, failures): records as dicts with ``label`` and ``config`` added."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     from . import device, harness
 

@@ -69,7 +69,7 @@ def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=r06.TILES.bm, BN=r06.TILES.b
     Returns ``{'shapes': [(super_m, super_n)], 'hit_rate', 'dram_bytes', 'wave_footprint_bytes'
     (median bytes of A and B a wave reads over the whole K), 'l2_bytes', 'compulsory_bytes'}``.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     grid_m, grid_n = -(-M // BM), -(-N // BN)
     if super_tile_ctas > grid_n:
