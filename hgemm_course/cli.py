@@ -174,14 +174,14 @@ def cmd_verify(args) -> int:
     simulated = device.cudasim_enabled()           # then only rungs 01-02 run, on small sizes
     sizes = args.sizes or ([SIM_SHAPE] if simulated else VERIFY_SIZES)
     ids = args.rungs or [r.id for r in registry().values() if r.cudasim or not simulated]
-    from .harness import refusal_here
+    from .harness import why_not_here
     from .results import run_folder, write_run
 
     folder = run_folder(args.out_dir, record=args.record) if (args.out_dir or args.record) else None
     failed, results, rungs = 0, [], _checked_rungs(ids, sizes)
-    refused = [(rung, why) for rung in rungs if not simulated and (why := refusal_here(rung)) is not None]
+    refused = [(rung, why) for rung in rungs if not simulated and (why := why_not_here(rung)) is not None]
     for rung, why in refused:
-        print(f"skip: {why.split('; its recorded')[0]}", flush=True)
+        print(f"skip: {why}", flush=True)
     for rung in [r for r in rungs if all(r is not other for other, _ in refused)]:
         for M, N, K in sizes:
             result = verify(rung, M, N, K, seed=args.seed)
@@ -210,7 +210,7 @@ def cmd_bench(args) -> int:
     failures, skipped = [], []
     records = bench(rungs, sizes, repeats=args.repeats, progress=not args.json, failures=failures, skipped=skipped)
     for _, why in skipped:
-        print(f"skip: {why.split('; its recorded')[0]}", file=sys.stderr)
+        print(f"skip: {why}", file=sys.stderr)
     for failed in failures:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})", file=sys.stderr)
     if not records:
@@ -582,7 +582,7 @@ def _tour_without_gpu() -> int:
 
 
 def _tour_with_gpu(args, folder: Path) -> int:
-    from .harness import bench, format_table
+    from .harness import SHOWN_INSTEAD, bench, format_table
     from .ladder import registry
     from .results import write_run
 
@@ -591,7 +591,7 @@ def _tour_with_gpu(args, folder: Path) -> int:
     records = bench(list(registry()), args.sizes or DEFAULT_BENCH_SIZES, repeats=30, failures=failures,
                     skipped=skipped)
     for _, why in skipped:
-        print(f"skip: {why}")
+        print(f"skip: {why}{SHOWN_INSTEAD}")
     for failed in failures:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})")
     if not records:

@@ -34,12 +34,20 @@ class NotForThisGPU(NoGPUError):
     """This machine's GPU (or the ``--as`` target) cannot run the rung; the message says why, in one line."""
 
 
-def refusal_here(rung: Rung) -> str | None:
-    """Why the GPU here (or the target run here with ``--as``) cannot run ``rung``, with what is shown
-    instead; None where it can, and where there is no GPU (the callers that need one say so themselves)."""
+SHOWN_INSTEAD = "; its recorded H200 figures are shown instead"
+
+
+def why_not_here(rung: Rung) -> str | None:
+    """Why the GPU here (or the target run here with ``--as``) cannot run ``rung``, in one line; None where it
+    can, and where there is no GPU (the callers that need one say so themselves)."""
     here = target.runnable()
-    why = None if here is None else rung.refusal(here)
-    return None if why is None else f"{why}; its recorded H200 figures are shown instead"
+    return None if here is None else rung.refusal(here)
+
+
+def refusal_here(rung: Rung) -> str | None:
+    """:func:`why_not_here`'s line, saying that the recorded H200 figures are shown instead."""
+    why = why_not_here(rung)
+    return None if why is None else why + SHOWN_INSTEAD
 
 
 def require_runs_here(rung: Rung) -> None:
@@ -445,16 +453,16 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     when a ``failures`` list is given, its :class:`VerifyResult` is appended there and the
     other rungs go on. Sizes past a rung's ``max_bench_size`` are skipped for that rung. A rung this GPU
     cannot run raises :class:`NotForThisGPU` before anything runs or, when a ``skipped`` list is given, goes
-    there as (rung, the reason in one line) and the others run.
+    there as (rung, :func:`why_not_here`'s line) and the others run.
     """
     import cupy
     from tqdm import tqdm
 
     gpu = device.require_gpu("Benchmarking")
     rungs = [get(r) if not isinstance(r, Rung) else r for r in rungs]
-    refused = [(r, why) for r in rungs if (why := refusal_here(r)) is not None]
+    refused = [(r, why) for r in rungs if (why := why_not_here(r)) is not None]
     if refused and skipped is None:
-        raise NotForThisGPU(refused[0][1])
+        raise NotForThisGPU(refused[0][1] + SHOWN_INSTEAD)
     if skipped is not None:
         skipped.extend(refused)
     rungs = [r for r in rungs if all(r is not other for other, _ in refused)]
