@@ -15,13 +15,6 @@ from functools import lru_cache, partial
 from numbers import Integral
 from typing import Callable
 
-SK_WAVES_TRIED = (0, 1, 2)      # whole waves rung 12 may divide besides the last, part-empty one
-# The model's two costs, fitted to rung 11 and rung 12's sk_waves variants timed on the H200 at six shapes
-# (research/fit_streamk_model.py on results/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3
-# K-iterations, and a stream-K iteration 1.2 data-parallel ones (its clusters sit at scattered K offsets, so
-# they share less of what they load in L2 than clusters walking neighbouring tiles in step).
-PLAN_FIXUP_ITERS = 3.0
-PLAN_SK_ITER_COST = 1.2
 # Rung 11 pairs its CTAs in clusters that share B by multicast. With at most one wave of CTA tiles every CTA
 # computes one tile, and there the H200 ran rung 11 without clusters as fast or faster, timed in pairs with
 # cuBLAS (results/tune_nvidia-h200_20261201T142435_6f0d08.json, without / with clusters: 1024^3 66.1% / 59.7%,
@@ -292,13 +285,12 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
     narrow_tiles = replace(RUNG11_TILES, bm=NARROW_TILES[0], bn=NARROW_TILES[1], stages=NARROW_TILE_STAGES)
     narrow = rung11_efficiency(M, N, ctas, narrow_tiles, 1, ONE_WAVE_SUPER) * narrow_tile_speed(N, K)
     narrow_options = {"cluster_m": 1, "tiles": narrow_tiles, "super_mn": ONE_WAVE_SUPER}
-    split = {sk: waves.schedule(M, N, K, mode="hybrid", sk_waves=sk, fixup_iters=PLAN_FIXUP_ITERS,
-                                sk_iter_cost=PLAN_SK_ITER_COST, **shape) for sk in SK_WAVES_TRIED}
+    split = waves.split_schedules(M, N, K, **shape)     # rung 12's splits, as its launcher weighs them
     small_name = f"rung 11, {SMALL_TILES[0]}x{SMALL_TILES[1]} tiles"
     narrow_name = f"rung 11, {NARROW_TILES[0]}x{NARROW_TILES[1]} tiles"
     efficiency = ({"rung 11": whole, small_name: small, narrow_name: narrow}
                   | {f"rung 12, sk_waves={sk}": s.efficiency for sk, s in split.items()})
-    best = max(SK_WAVES_TRIED, key=lambda sk: (split[sk].efficiency, -sk))
+    best = waves.best_split(split)
     gain = split[best].efficiency / whole - 1
     waves_text = f"{tiles} cluster tiles on {units} clusters make {tiles / units:.2f} waves"
     if narrow > max(whole, small, split[best].efficiency) * (1 + SMALL_TILE_MARGIN):

@@ -1,6 +1,6 @@
 """Question: which fix-up cost and stream-K iteration cost make the waves model (hgemm_course.sim.waves) rank
 rung 11 and rung 12's sk_waves variants as the H200 timed them?
-Result: the two constants in hgemm_course/plan.py (PLAN_FIXUP_ITERS, PLAN_SK_ITER_COST), fitted here to
+Result: the two constants in hgemm_course/sim/waves.py (FITTED_FIXUP_ITERS, FITTED_SK_ITER_COST), fitted here to
 results/streamk_probe_nvidia-h200_20261201.json and checked against the recorded shape sweeps by tests/test_plan.py."""
 from __future__ import annotations
 

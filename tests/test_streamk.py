@@ -37,6 +37,15 @@ def test_rung12_compiles_without_serialized_wgmma_or_spills():
     assert res.spills == 0
 
 
+@pytest.mark.parametrize("shape", [(3072, 3072, 3072), (2304, 4608, 8192), (4096, 4096, 4096), (640, 1536, 2048),
+                                   (8192, 8192, 8192), (1000, 1000, 1000)])
+def test_rung12s_own_split_is_the_plans(shape):
+    """Rung 12 launched without sk_waves divides what gemm()'s plan would: both ask sim.waves, on the rung's tiles."""
+    split = waves.split_schedules(*shape, tile_m=r12_streamk.TILES.bm, tile_n=r12_streamk.TILES.bn,
+                                  tile_k=r12_streamk.TILES.bk, units=66, cluster_m=r12_streamk.CLUSTER_M)
+    assert waves.best_split(split) == plan(*shape, units=66).sk_waves
+
+
 def test_rung11_walk_counts_the_skipped_edge_positions():
     assert rung11_efficiency(4096, 4096, 66) == pytest.approx(256 / (66 * 4))   # whole super tiles: waves only
     assert rung11_efficiency(5120, 5120, 66) < waves.schedule(5120, 5120, 5120).efficiency - 0.1

@@ -20,8 +20,8 @@ SOURCE = "k12_streamk.cu"
 # Whole waves of tiles kept back from the data-parallel part and divided by K with the remainder: 0 divides
 # only the last, part-empty wave's tiles; 1 spreads the remainder and one whole wave over every cluster,
 # the stream-K paper's "two-tile" hybrid, whose pieces are longer than a fix-up (sim.waves.hybrid_split counts
-# them). None: the waves model picks per shape (plan.plan's sk_waves), since the H200 ranked them differently at
-# different shapes.
+# them). None: the waves model picks per shape (sim.waves.best_split, as gemm()'s plan does), since the H200 ranked
+# them differently at different shapes.
 SK_WAVES = None
 TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2), (8, 4)), clusters=(2, 1),
                   consumers=(2,))
@@ -81,12 +81,11 @@ def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: 
     kern = kernel(tiles, super_mn, cluster_m, consumers)
     ctas = kern.grid(M, N)[0]
     units = ctas // cluster_m
-    from ..sim.waves import hybrid_split    # here, not at the top: sim imports Numba, the registry must not
+    from ..sim.waves import best_split, hybrid_split, split_schedules   # here: sim imports Numba, the registry must not
 
-    if sk_waves is None:
-        from ..plan import plan
-
-        sk_waves = plan(M, N, K, units).sk_waves
+    if sk_waves is None:                # the plan's choice: weighed on the rung's own tiles and clusters
+        sk_waves = best_split(split_schedules(M, N, K, tile_m=TILES.bm, tile_n=TILES.bn, tile_k=TILES.bk, units=units,
+                                              cluster_m=CLUSTER_M))
     dp_tiles, _ = hybrid_split(cdiv(cdiv(M, tiles.bm), cluster_m) * cdiv(N, tiles.bn), units, sk_waves=sk_waves)
     return kern, ctas, np.int32(dp_tiles)
 

@@ -53,6 +53,15 @@ FIXUP_ITERS = 3.0
 # with cuBLAS, results/bench_nvidia-h200_20261201T153405_344a50.json): rung 12 led by 0.2-2.5 points on eight
 # and trailed by 1.4-2.8 on four, two of them at K = 1024.
 DP_MARGIN = 0.02
+# Rung 12's split, chosen here so that its launcher and gemm()'s plan (hgemm_course.plan) ask one model: the whole
+# waves it may divide besides the last, part-empty one, and the model's two costs, fitted to rung 11 and rung 12's
+# sk_waves variants timed on the H200 at six shapes (research/fit_streamk_model.py on
+# results/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3 K-iterations, and a stream-K iteration 1.2
+# data-parallel ones (its clusters sit at scattered K offsets, so they share less of what they load in L2 than
+# clusters walking neighbouring tiles in step).
+SK_WAVES_TRIED = (0, 1, 2)
+FITTED_FIXUP_ITERS = 3.0
+FITTED_SK_ITER_COST = 1.2
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -232,6 +241,19 @@ def schedule(m: int, n: int, k: int, *, tile_m: int = TILE_M, tile_n: int = TILE
         makespan=makespan, efficiency=tiles * iters_per_tile / (units * makespan), partial_tiles=int(partial),
         segments=list(zip(unit.tolist(), tile.tolist(), kb.tolist(), ke.tolist(), start.tolist())),
         segment_done=done)
+
+
+def split_schedules(m: int, n: int, k: int, *, tile_m: int = TILE_M, tile_n: int = TILE_N, tile_k: int = TILE_K,
+                    units: int = UNITS, cluster_m: int = CLUSTER_M) -> dict[int, WaveSchedule]:
+    """The hybrid schedule of each of rung 12's splits (SK_WAVES_TRIED), charged the fitted costs, by sk_waves."""
+    return {sk: schedule(m, n, k, tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, units=units, cluster_m=cluster_m,
+                         mode="hybrid", sk_waves=sk, fixup_iters=FITTED_FIXUP_ITERS, sk_iter_cost=FITTED_SK_ITER_COST)
+            for sk in SK_WAVES_TRIED}
+
+
+def best_split(schedules: dict[int, WaveSchedule]) -> int:
+    """The sk_waves of :func:`split_schedules`' busiest schedule; of equally busy ones, the fewest divided waves."""
+    return max(schedules, key=lambda sk: (schedules[sk].efficiency, -sk))
 
 
 def predicted_efficiency(m: int, n: int, k: int, **keywords) -> float:
