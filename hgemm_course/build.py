@@ -84,9 +84,15 @@ class CompiledModule:
     def function(self, name_expression: str):
         """The kernel as a ``cupy.RawKernel`` (needs a GPU): from the cubin where the GPU present is the
         architecture it was built for, else from its PTX, which the driver JIT-compiles for the GPU."""
+        return self.raw_module().get_function(self.lowered.get(name_expression, name_expression))
+
+    def raw_module(self):
+        """The module as a ``cupy.RawModule`` (needs a GPU), loaded on the current GPU: from the cubin where the
+        GPU present is the architecture it was built for, else from its PTX. Its ``__device__`` variables are
+        read through ``get_global`` (the timing build's log, cta_clock.py)."""
         here = target.present()
         image = (self.cubin, ".cubin") if here is None or here.arch == self.arch else (self.ptx.encode(), ".ptx")
-        return _raw_module(*image).get_function(self.lowered.get(name_expression, name_expression))
+        return _raw_module(*image)
 
 
 @lru_cache(maxsize=1)

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import device, target
+from . import cta_clock, device, target
 from .errors import NoGPUError
 from .ladder import Rung, get
 
@@ -24,6 +24,9 @@ from .ladder import Rung, get
 # FP32 accumulation in another order adds far less. Anything past these is a bug.
 REL_FRO_TOL = 1e-3
 MAX_ERR_TOL = 4e-3   # max |C - ref| over max |ref|
+
+
+MIN_REPEATS = 20                   # the fewest timed launches whose median bench trusts
 
 
 class VerificationError(AssertionError):
@@ -187,9 +190,25 @@ class BenchRecord:
     cublas_sm_clock_mhz: list[int | None] = field(default_factory=list)
     power_capped: list[bool | None] = field(default_factory=list)
     cublas_power_capped: list[bool | None] = field(default_factory=list)
+    # From the rung's timing build (cta_clock.py), alternated launch by launch with the plain build: each of
+    # its last launches' clock as its CTAs logged it (cycles, ns, ghz, sms, ctas), and the timing build's
+    # median ms over the plain build's in those pairs (1.00: the log costs no time). Empty / None where the
+    # rung has no timing build (rungs 01 and 02, a grid over cta_clock.CAPACITY).
+    launch_clocks: list[dict] = field(default_factory=list)
+    timing_build_ratio: float | None = None
+
+    @property
+    def cycles(self) -> float | None:
+        """The median over the timing build's logged launches of the busiest SM's cycles."""
+        return statistics.median(c["cycles"] for c in self.launch_clocks) if self.launch_clocks else None
+
+    @property
+    def clock_ghz(self) -> float | None:
+        """The median clock those launches ran at (their SMs' cycles over nanoseconds)."""
+        return statistics.median(c["ghz"] for c in self.launch_clocks) if self.launch_clocks else None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "cycles": self.cycles, "clock_ghz": self.clock_ghz}
 
 
 def input_sets_needed(M: int, N: int, K: int, l2_bytes: int, *, factor: int = 4, cap: int = 32) -> int:
@@ -436,15 +455,53 @@ def time_paired(fn, reference, inputs, *, warmup: int, repeats: int, clock=None)
                         fn_clocks, ref_clocks)
 
 
+@dataclass
+class ClockedTiming:
+    """What :func:`time_with_clock` measured: ms per launch of the plain and the timing build, alternated,
+    and the clocks of the timing build's last launches as their CTAs logged them."""
+    plain_ms: list[float]
+    timed_ms: list[float]
+    launches: list  # of cta_clock.LaunchClock
+
+    @property
+    def ratio(self) -> float:
+        """The timing build's median time over the plain build's: what the log costs (1.00: nothing)."""
+        return statistics.median(self.timed_ms) / statistics.median(self.plain_ms)
+
+
+def time_with_clock(launch, inputs, *, warmup: int = 5, repeats: int = MIN_REPEATS) -> ClockedTiming | None:
+    """The plain build and the timing build of the kernel ``launch`` runs, alternated launch by launch
+    (:func:`time_paired`), and the cycles and clock of the timing build's last launches. None where the launch
+    runs no NVRTC kernel (rungs 01 and 02 are Numba's) or its grid has more CTAs than the log holds."""
+    from cupy.cuda import runtime
+
+    from .ladder.nvrtc_kernel import loaded_module
+
+    def timed(*operands):
+        with cta_clock.timing_builds():
+            launch(*operands)
+
+    kernel = cta_clock.timing_build_launched(launch, inputs[0])
+    if kernel is None:
+        return None
+    a, b, _ = inputs[0]
+    ctas = math.prod(kernel.grid(a.shape[0], b.shape[1]))
+    if ctas > cta_clock.CAPACITY:
+        return None
+    log = cta_clock.DeviceLog(loaded_module(kernel, runtime.getDevice()))
+    log.zero()
+    t = time_paired(launch, timed, inputs, warmup=warmup, repeats=repeats)
+    return ClockedTiming(t.fn_ms, t.reference_ms, log.read(ctas))
+
+
 def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
 
-MIN_REPEATS = 20                   # the fewest timed launches whose median bench trusts
 
 
 def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,
-          failures: list | None = None, skipped: list | None = None) -> list[BenchRecord]:
+          failures: list | None = None, skipped: list | None = None, clocks: bool = True) -> list[BenchRecord]:
     """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process,
     paired: the rung's launches alternate with cuBLAS's (:func:`time_paired`), and its % of cuBLAS is the
     ratio of the two medians.
@@ -454,6 +511,9 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     other rungs go on. Sizes past a rung's ``max_bench_size`` are skipped for that rung. A rung this GPU
     cannot run raises :class:`NotForThisGPU` before anything runs or, when a ``skipped`` list is given, goes
     there as (rung, :func:`why_not_here`'s line) and the others run.
+
+    With ``clocks`` (the default), each NVRTC rung is then timed against its own timing build
+    (:func:`time_with_clock`): the record gets its launches' cycles and clock, and what the log cost.
     """
     import cupy
     from tqdm import tqdm
@@ -490,6 +550,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 bar.update()
                 continue
             t = time_paired(rung.launch, cublas, sets, warmup=warmup, repeats=repeats, clock=clock)
+            clocked = time_with_clock(rung.launch, sets, warmup=warmup) if clocks else None
             ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             records.append(BenchRecord(
                 rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms), 100.0 * cms / ms,
@@ -497,7 +558,8 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 [c and c.mhz for c in t.fn_clocks],
                 100.0 * statistics.median(c / r for r, c in zip(t.fn_ms, t.reference_ms)),
                 [c and c.mhz for c in t.reference_clocks],
-                [c and c.power_capped for c in t.fn_clocks], [c and c.power_capped for c in t.reference_clocks]))
+                [c and c.power_capped for c in t.fn_clocks], [c and c.power_capped for c in t.reference_clocks],
+                [c.as_dict() for c in clocked.launches] if clocked else [], clocked.ratio if clocked else None))
             bar.update()
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
@@ -506,12 +568,21 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
 
 
 def format_table(records) -> str:
-    """A fixed-width table: rung, size, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS. (The NVML clock readings a record
-    holds are left out: NVML lags the clock a launch actually runs at, which is its SM cycles over its time;
-    chapter 08 and ``hgemm-course viz clocks`` show both.)"""
-    rows = [f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"]
+    """A fixed-width table: rung, size, ms, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS and, where the records have them
+    (bench's timing build), each launch's SM cycles, the clock it ran at and the timing build's time over the
+    plain build's. (NVML's clock readings are left out: NVML lags the clock a launch runs at, which is its
+    cycles over its time; chapter 08 shows both.)"""
+    records = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    clocked = any(r.get("cycles") for r in records)
+    head = f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"
+    rows = [head + (f" {'Mcycles':>9} {'GHz':>6} {'timed/plain':>11}" if clocked else "")]
     for r in records:
-        r = r if isinstance(r, dict) else r.as_dict()
-        rows.append(f"{r['rung']:<5} {f'''{r['M']}x{r['N']}x{r['K']}''':>20} {r.get('ms', float('nan')):>9.3f} "
-                    f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}%")
+        shape = f"{r['M']}x{r['N']}x{r['K']}"
+        row = (f"{r['rung']:<5} {shape:>20} {r.get('ms', float('nan')):>9.3f} "
+               f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}%")
+        if clocked:
+            cycles, ghz, ratio = r.get("cycles"), r.get("clock_ghz"), r.get("timing_build_ratio")
+            row += (f" {cycles / 1e6:>9.3f} {ghz:>6.3f} {ratio:>11.3f}" if cycles and ghz and ratio
+                    else f" {'-':>9} {'-':>6} {'-':>11}")
+        rows.append(row)
     return "\n".join(rows)

@@ -2,6 +2,7 @@
 // this header and never copy its functions.
 #pragma once
 #include <cuda_fp16.h>
+#include "cta_clock.cuh"
 
 // ceil(a / b) for positive integers: the number of b-sized tiles that cover a.
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }

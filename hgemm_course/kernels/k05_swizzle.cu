@@ -14,6 +14,7 @@
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool WHOLE_TILES>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 k05_swizzle(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K) {
+    const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int WARPS_N = BN / WN;
     constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp

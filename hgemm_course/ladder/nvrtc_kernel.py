@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import cta_clock
 from ..build import CompiledModule, compile_cuda, nvrtc_builds
 from ..target import Target, current, lowest_arch
 
@@ -31,6 +32,7 @@ class TemplateKernel:
                                          # "TmaRing<128, 128, 64, 3>" (kernels/common.cuh)
     smem_aligned: bool = True            # smem_bytes holds SMEM_ALIGN bytes of slack besides the struct, for
                                          # aligned_smem (the TMA rungs); False: the struct alone (smem_as, 03-06)
+    options: tuple[str, ...] = ()        # extra compiler options: the timing build's defines (cta_clock.py)
 
     @property
     def name_expression(self) -> str:
@@ -56,7 +58,7 @@ class TemplateKernel:
 
     def compile(self) -> CompiledModule:
         names = (self.name_expression, self.smem_check) if self.smem_layout else (self.name_expression,)
-        return compile_cuda(self.source, name_expressions=names, arch=self.arch)
+        return compile_cuda(self.source, name_expressions=names, arch=self.arch, options=self.options)
 
     @cached_property
     def _functions(self) -> dict:
@@ -75,11 +77,13 @@ class TemplateKernel:
         return fn
 
     def launch(self, a, b, c, *extra_args) -> None:
-        """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...)."""
+        """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...). Inside
+        ``cta_clock.timing_builds()`` it launches its timing build instead, and notes which kernel ran."""
         M, K, N = check_operands(a, b, c)
-        self.function()(self.grid(M, N), (self.threads,),
+        kernel = cta_clock.timing_build_of(self) if cta_clock.timing_builds_on() else self
+        kernel.function()(kernel.grid(M, N), (kernel.threads,),
                         (a, b, c, np.int32(M), np.int32(N), np.int32(K), *extra_args),
-                        shared_mem=self.smem_bytes)
+                        shared_mem=kernel.smem_bytes)
 
 
 def launched_kernel(rung_module, M: int, N: int, K: int, **overrides) -> TemplateKernel:
@@ -105,9 +109,16 @@ def check_operands(a, b, c) -> tuple[int, int, int]:
 
 
 @lru_cache(maxsize=None)
+def loaded_module(kernel: TemplateKernel, device_id: int):
+    """The kernel's module as loaded on GPU ``device_id`` (the one current while it loads: CUDA loads a module
+    per device), once: its ``__device__`` variables are that one load's (the timing build's log)."""
+    return kernel.compile().raw_module()
+
+
+@lru_cache(maxsize=None)
 def _loaded_function(kernel: TemplateKernel, device_id: int):
-    """``device_id`` is the GPU that is current while the module loads: CUDA loads a module per device."""
-    fn = kernel.compile().function(kernel.name_expression)
+    fn = loaded_module(kernel, device_id).get_function(kernel.compile().lowered.get(kernel.name_expression,
+                                                                                    kernel.name_expression))
     if kernel.smem_bytes > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = kernel.smem_bytes
     return fn

@@ -1,0 +1,94 @@
+"""The timing build: the per-CTA log's arithmetic on made-up logs, the build itself on the CPU (same registers,
+no spills, the log present only in the timing build), and on the H200 a launch's cycles and clock."""
+import numpy as np
+import pytest
+
+from hgemm_course import cta_clock, target
+from hgemm_course.ladder import get
+from hgemm_course.ladder.nvrtc_kernel import TemplateKernel
+
+NVRTC_RUNGS = ("03", "04", "05", "06", "07")
+
+
+def _entries(rows):
+    """rows of (smid, start_cycles, end_cycles, start_ns, end_ns, launch)"""
+    out = np.zeros(len(rows), cta_clock.ENTRY)
+    for i, (sm, c0, c1, t0, t1, launch) in enumerate(rows):
+        out[i] = (c0, c1, t0, t1, sm, launch)
+    return out
+
+
+def test_a_launchs_cycles_are_its_busiest_sms_span_and_its_clock_cycles_over_ns():
+    # SM 0 ran two CTAs back to back at 2 GHz, SM 1 one CTA at 1 GHz; each SM's counter starts elsewhere
+    log = _entries([(0, 1_000, 3_000, 100, 1_100, 0), (0, 3_000, 5_000, 1_100, 2_100, 0),
+                    (1, 90_000, 91_500, 150, 1_650, 0)])
+    clock = cta_clock.launch_clock(log)
+    assert clock.cycles == 4_000                  # SM 0: 5000 - 1000
+    assert clock.ns == 2_100 - 100                # the whole launch on the global timer
+    assert clock.ghz == pytest.approx((4_000 + 1_500) / (2_000 + 1_500))
+    assert (clock.sms, clock.ctas) == (2, 3)
+
+
+def test_a_log_row_of_an_unfinished_launch_is_an_error():
+    with pytest.raises(ValueError, match="had not finished"):
+        cta_clock.launch_clock(_entries([(0, 1_000, 0, 100, 0, 0)]))
+
+
+def test_the_last_launches_are_read_from_their_rows_and_a_mixed_row_is_left_out():
+    log = np.zeros((cta_clock.SLOTS, cta_clock.CAPACITY), cta_clock.ENTRY)
+    ctas, launches = 2, cta_clock.SLOTS + 3
+    for launch in range(launches):
+        for cta in range(ctas):
+            log[launch % cta_clock.SLOTS][cta] = (10, 10 + 100 * (launch + 1), 5, 5 + 50 * (launch + 1), cta, launch)
+    log[(launches - 1) % cta_clock.SLOTS][1]["launch"] = launches - 1 - cta_clock.SLOTS  # an old CTA left over
+    clocks = cta_clock.last_launches(log, launches * ctas, ctas)
+    assert len(clocks) == cta_clock.SLOTS - 1
+    assert [c.cycles for c in clocks] == [100 * (n + 1) for n in range(launches - cta_clock.SLOTS, launches - 1)]
+    assert all(c.ghz == pytest.approx(2.0) for c in clocks)
+
+
+def _kernels(rung_id: str) -> tuple[TemplateKernel, ...]:
+    return get(rung_id).kernels(target.RECORDED)
+
+
+@pytest.mark.parametrize("rung_id", NVRTC_RUNGS)
+def test_the_timing_build_keeps_the_plain_builds_registers_and_spills(rung_id):
+    for kernel in _kernels(rung_id):
+        timed = cta_clock.timing_build_of(kernel)
+        plain_module, timed_module = kernel.compile(), timed.compile()
+        plain = plain_module.resources_of(kernel.name_expression)
+        logged = timed_module.resources_of(timed.name_expression)
+        assert (logged.spill_stores, logged.spill_loads, logged.stack_frame) == (0, 0, 0), kernel.name_expression
+        assert abs(logged.registers - plain.registers) <= 8, (kernel.name_expression, plain, logged)
+        assert "%globaltimer" not in plain_module.ptx and "cta_clock_log" not in plain_module.ptx
+        assert "%globaltimer" in timed_module.ptx and "cta_clock_log" in timed_module.ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung_id", NVRTC_RUNGS)
+def test_a_timed_launch_gives_cycles_and_a_clock_and_costs_no_time(rung_id):
+    import cupy
+
+    from hgemm_course.harness import input_sets, time_with_clock
+
+    sets = input_sets(2048, 2048, 2048, cupy.cuda.Device().attributes["L2CacheSize"])
+    clocked = time_with_clock(get(rung_id).launch, sets, repeats=20)
+    assert clocked is not None and len(clocked.launches) == cta_clock.SLOTS
+    assert 0.97 < clocked.ratio < 1.03, clocked.ratio
+    for launch in clocked.launches:
+        assert 0.5 < launch.ghz < 2.5
+        assert launch.sms == min(launch.ctas, cupy.cuda.Device().attributes["MultiProcessorCount"])
+        # the busiest SM's cycles at the launch's clock cover at most the launch, and most of it
+        assert 0.8 < launch.cycles / launch.ghz / launch.ns <= 1.001
+    median_ms = float(np.median(clocked.timed_ms))
+    assert float(np.median([c.ns for c in clocked.launches])) / 1e6 == pytest.approx(median_ms, rel=0.1)
+
+
+@pytest.mark.gpu
+def test_a_numba_rung_has_no_timing_build():
+    import cupy
+
+    from hgemm_course.harness import input_sets, time_with_clock
+
+    sets = input_sets(256, 256, 256, cupy.cuda.Device().attributes["L2CacheSize"])
+    assert time_with_clock(get("02").launch, sets) is None
