@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import shlex
 import subprocess
 import sys
@@ -471,6 +472,78 @@ def format_before_and_after(rows: list[dict]) -> str:
         lines.append(f"{r['rung']:<5}{shape:>18} {r['variant']:<11}{r['cycles_before']:>15,.0f}{r['cycles_after']:>12,.0f}"
                      f"{r['change_pct']:>8.1f}%{_num(r['tensor_before'], '.1f'):>23} / {_num(r['tensor_after'], '.1f')}")
     return "\n".join(lines)
+
+
+
+# ---------------------------------------------------------------------------- the commands: profile, profiles, sass
+
+def profile_command(rung: str, shape: tuple[int, int, int], *, super_mn: tuple[int, int] | None = None,
+                    cluster_m: int | None = None, tiles: tuple[int, int] | None = None, dry_run: bool = False,
+                    out_dir: Path | None = None, record: bool = False) -> int:
+    """``hgemm-course profile``: profile one launch under ncu and print what it did (``dry_run``: print the ncu
+    command and stop); 1 when C came out wrong or ncu gave no profile."""
+    M, N, K = shape
+    target, overrides, kernel = launch_config(rung, M, N, K, super_mn=super_mn, cluster_m=cluster_m, tiles=tiles)
+    if dry_run:
+        print(shlex.join(ncu_command(ncu.find_ncu() or "ncu", target, M, N, K, overrides, kernel, Path("ncu_raw.csv"))))
+        return 0
+    folder = results.run_folder(out_dir, record=record, recorded=profiles_folder())   # checked before the run
+    try:
+        device.require_gpu("Profiling")
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc} Profile on a GPU machine (the H200); `hgemm-course profiles` shows the recorded "
+                           "profiles.") from None
+    if target.id != CUBLAS:
+        harness.require_runs_here(target)
+    ncu_path = require_ncu()
+    print(f"profiling rung {target.id} at {M}x{N}x{K} ({variant_label(overrides)}) with ncu "
+          "(a few seconds per replay pass)...", flush=True)
+    try:
+        path = run_profile(target.id, M, N, K, super_mn=super_mn, cluster_m=cluster_m, tiles=tiles, folder=folder,
+                           ncu_path=ncu_path)
+    except (VerificationError, NcuFailed) as exc:
+        print(f"hgemm-course profile: {exc}", file=sys.stderr)
+        return 1
+    print(describe({**json.loads(path.read_text())["records"][0], "file": path.name}))
+    print(f"written to {path} (ncu's raw CSV: {path.with_suffix('.csv').name})")
+    return 0
+
+
+def profiles_command(rungs=None, *, folder: Path | None = None, as_json: bool = False) -> int:
+    """``hgemm-course profiles``: the recorded profiles (of ``rungs``, default all), newest per rung, shape and
+    variant, then each rung's SM cycles against cuBLAS's at the shapes both were profiled at."""
+    records = load_profiles(folder)
+    if rungs:
+        wanted = {rung_id(r) for r in rungs}
+        records = [r for r in records if r["rung"] in wanted]
+    if as_json:
+        print(json.dumps(records, indent=1))
+        return 0
+    if not records:
+        print(f"No recorded profiles in {profiles_folder(folder)} (run `hgemm-course profile RUNG` on a "
+              "GPU machine with Nsight Compute).")
+        return 0
+    print("Recorded profiles (Nsight Compute, not measured now):")
+    print(format_profiles(records))
+    for M, N, K in sorted({(r["M"], r["N"], r["K"]) for r in records if r["rung"] == CUBLAS}):
+        rows = [r for r in cycle_ratios(M, N, K, folder=folder) if r["rung"] in {x["rung"] for x in records}]
+        if rows:
+            print(f"\nAt {M}x{N}x{K}, against cuBLAS in SM cycles (no clock moves this comparison):")
+            print(format_cycle_ratios(rows))
+    return 0
+
+
+def sass_command(rung: str, shape: tuple[int, int, int], *, super_mn: tuple[int, int] | None = None,
+                 cluster_m: int | None = None, tiles: tuple[int, int] | None = None) -> int:
+    """``hgemm-course sass``: the main loop of the kernel this launch runs, as ptxas scheduled it."""
+    from .sass import loop_schedule
+
+    kernel = launch_config(rung, *shape, super_mn=super_mn, cluster_m=cluster_m, tiles=tiles)[2]
+    if kernel is None:
+        raise ValueError("cuBLAS's kernels come compiled, without their source here: `hgemm-course sass` reads the "
+                         "rungs' kernels (03 and up).")
+    print(loop_schedule(kernel).describe())
+    return 0
 
 
 if __name__ == "__main__":

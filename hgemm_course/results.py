@@ -338,3 +338,92 @@ def rewrite_readme(readme_path: Path, records: list[dict] | None = None) -> bool
     if new != text:
         write_atomic(readme_path, new)
     return new != text
+
+
+# ---------------------------------------------------------------------------- the recorded ladder, in brief
+
+SUMMARY_SIZES = (2048, 4096, 8192)    # the square sizes the tour's summary shows; `hgemm-course results` has them all
+
+
+def ladder_summary(records: list[dict] | None = None, sizes=SUMMARY_SIZES) -> dict:
+    """The recorded ladder in brief, by the rules of README's table (:func:`ladder_markdown`: the H200's runs, paired
+    timing where it exists): % of cuBLAS per rung (and gemm()'s plan) at a few square sizes, and the top rung's
+    figure at the largest of them. ``{"sizes", "rows": [(label, {n: pct})], "top": (label, n, pct) | None,
+    "records", "runs"}``; "records" and "runs" count everything recorded, for what the summary leaves out."""
+    from .ladder import registry
+
+    records = load_records(gpu=RECORDED_GPU) if records is None else records
+    shown = [r for r in records if r.get("paired")] or records
+    pct = {(r["rung"], r["M"]): r["pct_cublas"] for r in shown if r["M"] == r["N"] == r["K"] and r["M"] in sizes}
+    labels = {rung.id: f"{rung.id} {rung.slug}" for rung in registry().values()} | {"plan": "plan (gemm())"}
+    rows = [(label, {n: pct[(rid, n)] for n in sizes if (rid, n) in pct})
+            for rid, label in labels.items() if any((rid, n) in pct for n in sizes)]
+    top = next(((labels[rid], sizes[-1], pct[(rid, sizes[-1])]) for rid in reversed(registry())
+                if (rid, sizes[-1]) in pct), None)
+    return {"sizes": tuple(sizes), "rows": rows, "top": top, "records": len(records),
+            "runs": len({r["file"] for r in records})}
+
+
+def format_ladder_summary(summary: dict) -> str:
+    """The summary as a table of a few lines, the top rung's figure, and where the rest is."""
+    if not summary["rows"]:
+        return "No recorded H200 results yet (`hgemm-course bench --record` on the H200 writes them)."
+    width = max(len(label) for label, _ in summary["rows"])
+    lines = [f"{'% of cuBLAS':<{width}}" + "".join(f"{f'{n}^3':>9}" for n in summary["sizes"])]
+    for label, pcts in summary["rows"]:
+        lines.append(f"{label:<{width}}" + "".join(f"{f'{pcts[n]:.1f}%' if n in pcts else '-':>9}"
+                                                   for n in summary["sizes"]))
+    if summary["top"]:
+        label, n, pct = summary["top"]
+        lines.append(f"The top rung, {label}, reads {pct:.1f}% of cuBLAS at {n}^3.")
+    lines.append(f"All {summary['records']} recorded rows, from {summary['runs']} runs and with the non-square shapes: "
+                 "`hgemm-course results`.")
+    return "\n".join(lines)
+
+
+def results_command(folder: Path | None = None, *, as_json: bool = False) -> int:
+    """``hgemm-course results``: every recorded run (newest per rung and shape), then the learner's own runs."""
+    from .harness import format_table
+
+    if folder is not None and not Path(folder).is_dir():
+        raise ValueError(f"{folder} is {'not a folder' if Path(folder).exists() else 'no folder'}; give --dir a folder "
+                         "of run files (bench_*.json), e.g. ./hgemm-results, or leave it out for the recorded results/.")
+    records = load_records(folder)
+    if as_json:
+        print(json.dumps(records, indent=1))
+        return 0
+    if not records:
+        print("No recorded results yet (run `hgemm-course bench` on a GPU).")
+        return 0
+    files = sorted({(r["file"], r["date"], r["gpu"]) for r in records}, key=str)
+    print("Recorded results (not measured now):")
+    for name, date, gpu in files:
+        print(f"  {name}: {gpu}, {date}")
+    print(format_table(records))
+    _print_own_runs(folder)
+    return 0
+
+
+def _print_own_runs(shown: Path | None) -> None:
+    """The learner's own runs in ./hgemm-results/, after the recorded ones, each GPU's apart and labelled."""
+    from .harness import format_table
+
+    folder = user_results_dir()
+    if shown is not None and Path(shown).resolve() == folder.resolve() or not folder.is_dir():
+        return
+    own = load_records(folder)
+    for gpu in sorted({r["gpu"] for r in own}, key=str):
+        rows = [r for r in own if r["gpu"] == gpu]
+        print(f"\nYour runs on the {gpu} ({folder}, newest per rung and shape):")
+        print(format_table(rows))
+
+
+def readme_command(folder: Path | None = None) -> int:
+    """``hgemm-course results --readme``: rewrite README's ladder table from the recorded runs in results/."""
+    from .paths import REPO_ROOT
+
+    if folder:
+        raise ValueError("--readme writes README's table from the recorded H200 runs in results/ only; leave out --dir.")
+    changed = rewrite_readme(REPO_ROOT / "README.md")
+    print("README.md ladder table " + ("rewritten" if changed else "already up to date"))
+    return 0

@@ -53,3 +53,8 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     if not shapes:
         raise argparse.ArgumentTypeError(f"{path}: holds no shape (one n or MxNxK per line)")
     return shapes
+
+
+def shapes_text(shapes) -> str:
+    """Shapes as the command line takes them: 1024 for 1024x1024x1024, else MxNxK."""
+    return " ".join(str(M) if M == N == K else f"{M}x{N}x{K}" for M, N, K in shapes)

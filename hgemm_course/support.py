@@ -1,10 +1,13 @@
-"""What runs on a target, rung by rung: ``hgemm-course doctor --arch sm_XX`` and ``compile --arch sm_XX``.
+"""What runs on a target, rung by rung: ``hgemm-course doctor``, ``list``, ``compile`` and ``plan``.
 
 For each rung: whether the target runs it and, if not, the one line that says why; where it does, the
 configuration it is sized to (tile, stages, shared memory) and what ptxas made of it (registers, spills),
 from a real compile for that target. No GPU is needed: NVRTC compiles for any architecture it knows.
+Each ``*_command`` takes the command's options as keywords, prints, and returns the exit status.
 """
 from __future__ import annotations
+
+import json
 
 from .build import CompileError
 from .ladder import registry
@@ -82,3 +85,109 @@ def targets_markdown(arches=README_ARCHES) -> str:
     for rung in registry().values():
         lines.append(f"| {rung.id} {rung.slug} | " + " | ".join(_cell(rung, t) for t in targets) + " |")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the commands
+
+
+def doctor_command(arch: str | None = None, *, as_json: bool = False) -> int:
+    """The machine (without ``arch``), and for its GPU or the ``arch`` target what runs there and how it is sized."""
+    from . import device, target
+
+    if arch:
+        t = target.named(arch)
+        rows = rung_rows(t)
+        print(json.dumps({"target": t.as_dict(), "rungs": rows}, indent=1) if as_json else format_rung_rows(t, rows))
+        return 0
+    report = device.machine_report()
+    here = target.present()
+    rows = rung_rows(here) if here else None
+    if as_json:
+        print(json.dumps({**report.as_dict(), **({"target": here.as_dict(), "rungs": rows} if here else {})},
+                         indent=1))
+        return 0
+    print(device.format_report(report))
+    if here:
+        print("\n" + format_rung_rows(here, rows))
+    return 0
+
+
+def list_command(*, as_json: bool = False) -> int:
+    """The rungs of the ladder: a table with aligned columns, or JSON."""
+    items = [r.as_dict() for r in registry().values()]
+    if as_json:
+        print(json.dumps(items, indent=1))
+        return 0
+    rows = [("rung", "slug", "needs", "title")] + [
+        (r["rung"], r["slug"], r["needs"] + (", or the simulator" if r["cudasim"] else ""), r["title"]) for r in items]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for *cells, title in rows:
+        print("  ".join(f"{cell:<{w}}" for cell, w in zip(cells, widths)), title, sep="  ")
+    return 0
+
+
+def compile_report_rows(t: Target | None = None) -> list[dict]:
+    """Compile every NVRTC rung for the target ``t`` (default: the current one), each sized for it; one row per
+    kernel with the resource report, or per rung the target cannot run with the reason."""
+    from .target import current
+
+    t = t or current()
+    rows = []
+    for r in rung_rows(t):
+        if r["backend"] != "nvrtc":
+            continue
+        if not r["runs"]:
+            rows.append({"rung": r["rung"], "kernel": registry()[r["rung"]].source, "not_for_target": r["why"]})
+        rows += [{"rung": r["rung"], **k} for k in r["kernels"]]
+    return rows
+
+
+def format_compile_rows(rows) -> str:
+    lines = [f"{'rung':<5} {'kernel':<56} {'regs':>5} {'smem':>8} {'dyn smem':>9} {'spills':>7}"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['rung']:<5} {r['kernel']:<56} COMPILE ERROR: {r['error']}")
+        elif "not_for_target" in r:
+            lines.append(f"{r['rung']:<5} not for this target: {r['not_for_target']}")
+        else:
+            lines.append(f"{r['rung']:<5} {r['kernel'][:56]:<56} {r['registers']:>5} {r['smem_static']:>8} "
+                         f"{r['smem_dynamic']:>9} {r['spill_bytes']:>7}")
+    return "\n".join(lines)
+
+
+def compile_command(arch: str | None = None, *, as_json: bool = False) -> int:
+    """Compile every CUDA rung for ``arch`` (default: this GPU's, or the H200's without one); 1 on a compile error."""
+    from .target import current, named
+
+    t = named(arch) if arch else current()
+    rows = compile_report_rows(t)
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"Every CUDA rung compiled for {t.label()}, each sized for its shared memory:")
+        print(format_compile_rows(rows))
+    return 1 if any("error" in r for r in rows) else 0
+
+
+def plan_command(shapes, *, units: int | None = None, as_json: bool = False) -> int:
+    """Which kernel gemm() runs for each (M, N, K) shape, and why: the plan's choice and the model's figures. On a
+    GPU the plan's rungs do not run on, the one rung gemm() runs there instead."""
+    from . import api, target
+    from .plan import plan, planned_rung
+
+    here = target.runnable()
+    if here is not None and (why := planned_rung().refusal(here)) is not None:
+        print(f"gemm() on {here.describe()} runs rung {api._rung(None).id} at every shape: the plan chooses between "
+              f"rungs 11 and 12, which need {why.split(' needs ', 1)[1]}.")
+        return 0
+    plans = [plan(*shape, units=units) for shape in shapes]
+    if as_json:
+        print(json.dumps([p.as_dict() for p in plans], indent=1))
+        return 0
+    for p in plans:
+        options = "".join(f", {k}={v}" for k, v in p.options_text().items())
+        print(f"{p.M}x{p.N}x{p.K}: rung {p.rung}{options}. {p.reason}")
+        for name, value in p.efficiency.items():
+            print(f"    {name:<22} {value:6.1%} of the GPU busy (model)")
+    return 0
+

@@ -1,4 +1,5 @@
 import argparse
+import inspect
 import json
 import os
 import re
@@ -9,7 +10,10 @@ import pytest
 
 from conftest import HAS_GPU
 from hgemm_course import device
-from hgemm_course.cli import NEXT_STEPS, SIM_SHAPE, _parse_size, _sizes_text, build_parser, main
+from hgemm_course.cli import build_parser, main
+from hgemm_course.measure import SIM_SHAPE
+from hgemm_course.shapes import parse_size, shapes_text
+from hgemm_course.tour import NEXT_STEPS
 
 
 def run_cli(*args, env_extra=None, cwd=None):
@@ -67,6 +71,25 @@ def test_tour_without_a_gpu_compiles_and_simulates():
     assert "rung 01 48x40x72: ok" in text and "rung 02 48x40x72: ok" in text and "(simulated)" in text
     assert "Recorded H200 results" in text
     assert text.rstrip().endswith(NEXT_STEPS)
+    recorded = text.split("== Recorded H200 results")[1].split(NEXT_STEPS)[0].strip().splitlines()[1:]  # less the title
+    assert len(recorded) <= 20 and any(line.startswith("The top rung, ") for line in recorded), recorded
+    assert "`hgemm-course results`" in recorded[-1]
+    assert len(text.splitlines()) < 80                 # a screenful or two, not every recorded row
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answer")
+def test_tune_without_a_gpu_refuses_in_one_line(capsys):
+    code, out, err = exit_code(["tune", "11"], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("hgemm-course tune: Tuning rung 11 needs an NVIDIA GPU"), err
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answer")
+@pytest.mark.parametrize("command", ["tour", "bench"])
+def test_record_without_an_h200_is_refused_before_anything_runs(command, capsys):
+    code, out, err = exit_code([command, "--record"], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"hgemm-course {command}: --record writes the course's recorded")
 
 
 def test_next_steps_name_a_real_chapter_and_exercise():
@@ -142,9 +165,9 @@ def test_tune_refuses_before_planning(monkeypatch, capsys):
 
 
 def test_sizes_parse_to_three_dimensions():
-    assert _parse_size("4096") == (4096, 4096, 4096)
-    assert _parse_size("1000x1000x64") == _parse_size("1000*1000*64") == (1000, 1000, 64)
-    assert _sizes_text([(1024, 1024, 1024), (257, 136, 72)]) == "1024 257x136x72"
+    assert parse_size("4096") == (4096, 4096, 4096)
+    assert parse_size("1000x1000x64") == parse_size("1000*1000*64") == (1000, 1000, 64)
+    assert shapes_text([(1024, 1024, 1024), (257, 136, 72)]) == "1024 257x136x72"
 
 
 # ---------------------------------------------------------------- viz
@@ -157,6 +180,9 @@ def test_viz_help_lists_every_figure_with_a_line(capsys):
     assert code == 0
     listed = dict(re.findall(r"^  (\S+)  +(\S.*)$", out.split("figures:\n")[1], flags=re.M))
     assert list(listed) == list(FIGURES)
+    for name, fn in FIGURES.items():       # the whole first paragraph, where it wraps in the source too
+        assert listed[name] == " ".join(inspect.getdoc(fn).split("\n\n")[0].split()).replace("``", "")
+        assert listed[name].endswith("."), name
 
 
 def test_viz_writes_into_the_current_folder_and_says_where(tmp_path, monkeypatch, capsys):
@@ -245,6 +271,6 @@ def test_the_no_gpu_hint_is_a_command_that_runs_as_typed(monkeypatch):
     setting, _, args = command.partition(" hgemm-course ")
     out = run_cli(*args.split(), env_extra=dict([setting.split("=")]))
     assert out.returncode == 0, out.stderr
-    shape = _sizes_text([SIM_SHAPE])
+    shape = shapes_text([SIM_SHAPE])
     verdicts = [line.partition("  ")[0] for line in out.stdout.splitlines()]   # "rung 01 48x40x72: ok  rel. error ..."
     assert verdicts == [f"rung 01 {shape}: ok", f"rung 02 {shape}: ok"]

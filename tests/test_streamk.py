@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hgemm_course import cli
+from hgemm_course import measure, shapes
 from hgemm_course.ladder import r12_streamk
 from hgemm_course.plan import (LARGE_B_SUPER_MARGIN, NARROW_TILE_SPEED, NARROW_TILE_UNALIGNED_SPEED, RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED,
                                SMALL_TILE_SUPERS, SMALL_TILE_UNALIGNED_SPEED, narrow_tile_speed, plan, rung11_efficiency,
@@ -422,9 +422,9 @@ def test_plan_agrees_with_the_recorded_sweep():
 
 
 def test_plan_command_prints_the_choice_and_why(tmp_path):
-    shapes = tmp_path / "shapes.txt"
-    shapes.write_text("# two shapes\n3072\n4096x4096x4096  # square\n")
-    out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "plan", str(shapes), "2304x4608x8192"],
+    shapes_file = tmp_path / "shapes.txt"
+    shapes_file.write_text("# two shapes\n3072\n4096x4096x4096  # square\n")
+    out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "plan", str(shapes_file), "2304x4608x8192"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if not line.startswith(" ")]
@@ -435,12 +435,12 @@ def test_plan_command_prints_the_choice_and_why(tmp_path):
 def test_shapes_files_are_read_with_comments_and_bad_lines_named(tmp_path):
     good = tmp_path / "good.txt"
     good.write_text("16384x2048x4096   # tall\n\n# a comment\n2048\n")
-    assert cli._parse_shapes(str(good)) == [(16384, 2048, 4096), (2048, 2048, 2048)]
-    assert cli._parse_shapes("4096x2048x8192") == [(4096, 2048, 8192)]
+    assert shapes.parse_shapes(str(good)) == [(16384, 2048, 4096), (2048, 2048, 2048)]
+    assert shapes.parse_shapes("4096x2048x8192") == [(4096, 2048, 8192)]
     bad = tmp_path / "bad.txt"
     bad.write_text("4096\n40x96x\n")
     with pytest.raises(Exception, match="bad.txt:2"):
-        cli._parse_shapes(str(bad))
+        shapes.parse_shapes(str(bad))
     out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "bench", "11", "--shapes", str(tmp_path / "none")],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "no such file" in out.stderr
@@ -463,7 +463,7 @@ def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
         shape, _, comment = line.partition("#")
         if not shape.strip():
             continue
-        p = plan(*cli._parse_size(shape.strip()), units=66)
+        p = plan(*shapes.parse_size(shape.strip()), units=66)
         if (tiles := re.search(r"(\d+) cluster tiles", comment)):
             assert int(tiles[1]) == p.tiles, line
         if (waves := re.search(r"([\d.]+) waves", comment)):
@@ -589,10 +589,10 @@ def test_a_clock_reading_is_kept_only_while_its_launch_runs():
 def test_bench_plan_times_what_gemm_runs(monkeypatch):
     from hgemm_course import plan as plan_module
 
-    (rung,) = cli._checked_rungs(["plan"], [(2048, 2048, 2048)])
+    (rung,) = measure.checked_rungs(["plan"], [(2048, 2048, 2048)])
     assert rung.id == "plan" and rung.backend == "nvrtc"
     with pytest.raises(ValueError, match="K % 8 == 0"):
-        cli._checked_rungs(["PLAN"], [(64, 64, 63)])
+        measure.checked_rungs(["PLAN"], [(64, 64, 63)])
     launched = []
     monkeypatch.setattr(plan_module, "plan", lambda M, N, K: type("P", (), {"launch": lambda *x: launched.append((M, N, K))}))
 

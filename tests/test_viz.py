@@ -157,6 +157,54 @@ def test_every_figure_renders_to_png(name):
     assert buffer.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# Twelve series, past matplotlib's ten colours: twelve square sizes of one rung, and twelve rungs at one size.
+MANY_SIZES = [{**FAKE_RECORDS[0], "M": n, "N": n, "K": n} for n in range(1024, 13 * 1024, 1024)]
+MANY_RUNGS = [{**FAKE_RECORDS[0], "rung": f"{i:02d}"} for i in range(1, 13)]
+
+
+def _legend_styles(fig) -> list[tuple]:
+    """What tells each legend entry of ``fig`` apart: colour, hatch, marker and line style, as drawn."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    styles = []
+    for legend in legends:
+        for handle in legend.legend_handles:
+            if isinstance(handle, Patch):
+                styles.append(("patch", to_rgba(handle.get_facecolor()), handle.get_hatch() or "",
+                               to_rgba(handle.get_edgecolor()), handle.get_linestyle()))
+            elif isinstance(handle, Line2D):
+                styles.append(("line", to_rgba(handle.get_color()), handle.get_marker(), handle.get_linestyle()))
+            elif isinstance(handle, PathCollection):
+                marker = tuple(map(tuple, handle.get_paths()[0].vertices.round(3)))
+                styles.append(("points", tuple(handle.get_facecolor()[0]), marker))
+            else:
+                styles.append(("other", id(handle)))
+    return styles
+
+
+@pytest.mark.parametrize("name, kwargs", [*((name, FIGURE_KWARGS[name]) for name in sorted(viz.FIGURES)),
+                                          ("ladder", {"records": MANY_SIZES}),
+                                          ("roofline", {"records": MANY_RUNGS, "ceilings": FAKE_CEILINGS})])
+def test_every_legend_entry_is_drawn_in_a_style_of_its_own(name, kwargs):
+    """No two series of a figure look alike, past ten of them too (ten colours, then hatches or markers)."""
+    styles = _legend_styles(viz.FIGURES[name](**kwargs))
+    assert len(set(styles)) == len(styles), f"{name}: {len(styles) - len(set(styles))} series drawn alike"
+    if kwargs.get("records") in (MANY_SIZES, MANY_RUNGS):
+        assert len(styles) >= 12
+
+
+def test_styles_stay_distinct_past_the_ten_colours():
+    from hgemm_course.viz.styles import bar_style, point_style
+
+    bars = [(b["color"], b["hatch"]) for b in map(bar_style, range(40))]
+    points = [(p["color"], p["marker"]) for p in map(point_style, range(40))]
+    assert len(set(bars)) == len(set(points)) == 40
+
+
 def test_shape_sweep_marks_the_plans_choice_and_scores_only_non_square_shapes():
     from hgemm_course.viz import shape_sweep_data
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from .styles import bar_style
+
 THROUGHPUT_FROM = 2048  # README: 1024^3 times the launch as much as the kernel; from 2048^3 up the kernels fill the GPU
 LEVEL_PCT = 5           # a median this close to 100% reads as level: cuBLAS's clock drifts single runs further (90-117%)
 
@@ -78,7 +80,8 @@ def ladder_figure(*, records=None, size=None) -> Figure:
     x = np.arange(len(data["rungs"]))
     width = 0.8 / len(data["sizes"])
     for j, n in enumerate(data["sizes"]):
-        ax.bar(x + (j - (len(data["sizes"]) - 1) / 2) * width, data["pct_cublas"][:, j], width, label=f"{n}^3")
+        ax.bar(x + (j - (len(data["sizes"]) - 1) / 2) * width, data["pct_cublas"][:, j], width, label=f"{n}^3",
+               **bar_style(j))
     ax.axhline(100, color="black", ls="--", lw=1)
     ax.set_xticks(x, data["rungs"])
     ax.set_xlabel("rung")

@@ -6,6 +6,8 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from .styles import point_style
+
 
 def roofline_data(*, ceilings=None, records=None):
     """Ceilings (``hgemm_course.roofline.recorded_ceilings``), their compute roofs lowest first
@@ -47,9 +49,10 @@ def roofline_figure(*, ceilings=None, records=None) -> Figure:
         ax.loglog(x, np.minimum(roof["tflops"], memory), color="black" if cublas else colormaps["Dark2"](i),
                   lw=2 if cublas else 1.2, ls="-" if roof["measured"] else "--", label=label)
     ax.axvline(data["ridge"], color="grey", ls=":", label=f"ridge {data['ridge']:.0f} flop/byte")
-    for rung in sorted({p["rung"] for p in data["points"]}):
+    for i, rung in enumerate(sorted({p["rung"] for p in data["points"]})):
         pts = [p for p in data["points"] if p["rung"] == rung]
-        ax.scatter([p["intensity"] for p in pts], [p["tflops"] for p in pts], label=f"rung {rung}", zorder=3)
+        ax.scatter([p["intensity"] for p in pts], [p["tflops"] for p in pts], label=f"rung {rung}", zorder=3,
+                   **point_style(i))
     ax.set_xlabel("arithmetic intensity (flop per byte of A, B, C moved once)")
     ax.set_ylabel("TFLOP/s")
     fig.suptitle(f"{data['gpu']}, ceilings of {data['date'][:10]}: {roofline_headline(data)}")
