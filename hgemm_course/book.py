@@ -12,7 +12,11 @@ tree it reads, into a temporary folder, so nothing generated is ever committed:
   source: the working copy in exercises/, which a learner may have solved in place, and solutions/ are never read;
 - ``kernels/``: each rung's kernel source and ``hgemm-course diff`` from the rung before it, and the
   headers the kernels include;
+- ``method.md``: how the course measures (docs/method.md, which README links);
 - ``results.md``: the recorded H200 runs under results/, each with its provenance.
+
+Every figure of the landing and results pages is drawn from the records under results/ while the site is
+built, by the function ``hgemm-course viz NAME`` calls: no committed picture can go stale.
 """
 from __future__ import annotations
 
@@ -20,19 +24,45 @@ import ast
 import difflib
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
+from itertools import dropwhile
 from pathlib import Path
 
 from .ladder import Rung, registry
 from .paths import KERNELS_DIR, PTX_SNIPPETS_DIR, REPO_ROOT, require_writable
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "book_templates"
-LADDER_FIGURE = "results/ladder_h200.png"   # README's figure, shown on the landing page
+METHOD_PAGE = "docs/method.md"              # written once: README links it, the site shows it as method.md
 LEXERS = {".py": "python", ".cu": "cuda", ".cuh": "cuda"}
 LANGUAGES = {".py": "Python (Numba)", ".cu": "CUDA C++"}
 DIFF_CONTEXT = 3                            # lines around each change, as `hgemm-course diff` prints by default
 README_SECTION = "## Two commands"          # the landing page quotes README's introduction and this section
+
+
+@dataclass(frozen=True)
+class SiteFigure:
+    """A figure of the site: what ``hgemm-course viz NAME`` draws from the records, drawn as the site is built."""
+
+    name: str                           # the figure's name for `hgemm-course viz`
+    alt: str                            # what it shows, for a reader who cannot see it
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.png"
+
+    @property
+    def command(self) -> str:
+        return f"hgemm-course viz {self.name}"
+
+
+LADDER = SiteFigure("ladder", "each rung's percentage of cuBLAS on the H200 at every recorded size")
+SHAPE_SWEEP = SiteFigure("shape-sweep", "rungs 11 and 12 and gemm()'s plan against cuBLAS on the course's sweep of shapes")
+CLOCKS = SiteFigure("clocks", "rung 07's and cuBLAS's SM clocks pair by pair, and each pair's ratio against the ratio "
+                              "of their cycles")
+ROOFLINE = SiteFigure("roofline", "every recorded square run on the roofline of the H200's measured ceilings")
+SITE_FIGURES = (LADDER, SHAPE_SWEEP, CLOCKS, ROOFLINE)
 
 
 @dataclass(frozen=True)
@@ -134,7 +164,7 @@ def pages(root: Path) -> list[str]:
             + ["exercises/index"] + [f"exercises/{name}" for name in exercises()]
             + ["kernels/index"] + [k.page for k in kernel_files()]
             + [diff_page(previous_rung(r), r) for r in rungs if r.kernel_path and diffable(previous_rung(r), r)]
-            + ["results"])
+            + ["method", "results"])
 
 
 # ----------------------------------------------------------------------------- markdown helpers
@@ -148,9 +178,11 @@ def fenced(text: str, language: str = "text") -> str:
 
 
 def readme_sections(readme: str) -> tuple[str, str]:
-    """README's introduction (below its title, above the first section) and its two-commands section."""
+    """README's introduction (below its title, above the first section, less its picture: the landing page
+    draws its own from the records) and its two-commands section."""
     parts = re.split(r"^(?=## )", readme, flags=re.M)
-    intro = parts[0].split("\n", 1)[1].strip()
+    paragraphs = parts[0].split("\n", 1)[1].strip().split("\n\n")
+    intro = "\n\n".join(p for p in paragraphs if not p.startswith("!["))
     commands = next((p for p in parts if p.startswith(README_SECTION + "\n")), None)
     if commands is None:
         raise RuntimeError(f"README.md has no '{README_SECTION}' section, which the landing page quotes.")
@@ -168,6 +200,21 @@ def problem_statement(exercise: ExerciseFile) -> str:
             break
         lines.append(line[3:] if line.startswith("// ") else line[2:])
     return "\n".join(lines).strip()
+
+
+def exercise_code(exercise: ExerciseFile) -> str:
+    """The exercise's file as the learner starts from it, less what its page shows above it (the problem: the
+    module docstring of a .py, the leading comment of a .cu) and the comment lines that mark its regions."""
+    from .check.generate import without_markers
+
+    lines = exercise.text.splitlines(keepends=True)
+    if exercise.suffix == ".py":
+        module = ast.parse(exercise.text)
+        has_docstring = ast.get_docstring(module) is not None
+        code = lines[module.body[0].end_lineno:] if has_docstring else lines
+    else:
+        code = list(dropwhile(lambda line: line.startswith("//"), lines))
+    return without_markers("".join(code)).strip("\n") + "\n"
 
 
 def kernel_text(path: Path) -> str:
@@ -188,21 +235,28 @@ def rung_diff(old: Rung, new: Rung, context: int = DIFF_CONTEXT) -> str:
 # ----------------------------------------------------------------------------- the pages
 
 
+def figure_block(figure: SiteFigure, caption: str) -> str:
+    """A figure drawn as the site is built, its caption ending with the command that draws it."""
+    return f"""```{{figure}} {figure.file}
+:alt: {figure.alt}
+
+{caption} Drawn from `results/` as this site was built, by `{figure.command}`.
+```
+"""
+
+
 def landing_page(root: Path, chapter_paths: list[Path]) -> str:
     """The landing page: README's introduction and two commands, the ladder figure, how to run the chapters."""
     intro, commands = readme_sections((root / "README.md").read_text())
     chapter_list = "\n".join(path.stem for path in chapter_paths)
+    figure = figure_block(LADDER, "The ladder on the H200: each rung's median time against cuBLAS's, timed in pairs, "
+                                  "at every recorded size. Every recorded run, with its provenance, is on the "
+                                  "[results page](results.md).")
     return f"""# hgemm-course
 
 {intro}
 
-```{{figure}} {Path(LADDER_FIGURE).name}
-:alt: the ladder: each rung's speed as a percentage of cuBLAS on the H200, per matrix size
-
-The ladder as recorded on the H200 (`{LADDER_FIGURE}`, drawn by `hgemm-course tour`): each rung's median
-time as a percentage of cuBLAS timed in the same process. Every recorded run, with its provenance, is on the
-[results page](results.md).
-```
+{figure}
 
 {commands}
 
@@ -233,6 +287,7 @@ since the rung before, and its exercise, which `hgemm-course check` checks.
 
 exercises/index
 kernels/index
+method
 results
 ```
 """
@@ -269,22 +324,27 @@ def chapter_notebook(path: Path, exercise_names: list[str]):
 
 
 def exercise_page(name: str, exercise: ExerciseFile, description: str, chapter: str | None) -> str:
-    """An exercise's page: the problem, the command that checks it and the file; ``chapter``: its notebook's stem."""
-    back = f"It goes with [chapter {name[2:4]}](../{chapter}.ipynb). " if chapter else ""
+    """An exercise's page: the problem, the command that checks it and the code to fill in; ``chapter``: its
+    notebook's stem. The problem opens the file too; the page shows it once, above the code."""
+    back = f" It goes with [chapter {name[2:4]}](../{chapter}.ipynb)." if chapter else ""
     return f"""# {name}
 
-{description} {back}Fill in the part marked TODO in `exercises/{exercise.name}` (or in a copy of it) and check it:
+{description}{back}
+
+## The problem
+
+{fenced(problem_statement(exercise))}
+## What you write
+
+`exercises/{exercise.name}` opens with the problem above; below it is the code. Replace each stub marked TODO
+(in the file it sits between a BEGIN SOLUTION and an END SOLUTION comment line), in place or in a copy of the
+file, and check it:
 
 {fenced(f"hgemm-course check {name}", "bash")}
 The checker runs your code in a separate process and says exactly what is wrong: the first wrong input,
 what was expected and what came back.
 
-## The problem
-
-{fenced(problem_statement(exercise))}
-## The file: `exercises/{exercise.name}`
-
-{fenced(exercise.text, LEXERS[exercise.suffix])}"""
+{fenced(exercise_code(exercise), LEXERS[exercise.suffix])}"""
 
 
 def exercises_index(found: dict[str, ExerciseFile], descriptions: dict[str, str]) -> str:
@@ -383,27 +443,107 @@ BENCH_PROVENANCE = ("gpu", "date", "driver_release", "cuda_runtime", "nvrtc", "p
 MODEL_PROVENANCE = ("gpu", "measured_at", "driver_release", "cuda_runtime", "ncu", "script", "ncu_csv")
 
 
-def ladder_section(figure: str) -> str:
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def shape_name(shape: tuple[int, int, int]) -> str:
+    M, N, K = shape
+    return f"{M}^3" if M == N == K else f"{M}x{N}x{K}"
+
+
+def ladder_section() -> str:
     from .results import RECORDED_GPU, ladder_markdown, load_records, load_runs
 
     files = {r["file"] for r in load_records(gpu=RECORDED_GPU)}
     runs = [(path, data) for path, data in load_runs(gpu=RECORDED_GPU) if path.name in files]
+    figure = figure_block(LADDER, "Each rung's median time against cuBLAS's, timed in pairs, at every recorded square "
+                                  "size.")
     return f"""## The ladder on the {RECORDED_GPU}
 
 The newest recorded figure of each rung and size, as README's table shows it (`hgemm-course results --readme`
 writes both from the same records): TFLOP/s, and the percentage of cuBLAS timed in the same process.
 
-```{{figure}} {figure}
-:alt: each rung's percentage of cuBLAS at every recorded size
-
-`hgemm-course viz ladder`'s figure, drawn from the records of the table below.
-```
-
+{figure}
 {ladder_markdown()}
 
 ### Provenance of the runs in the table
 
 {provenance_table(runs, BENCH_PROVENANCE)}"""
+
+
+def sweep_section() -> str:
+    """Rungs 11 and 12 and gemm()'s plan over the course's sweep of shapes: the figure and the numbers behind it."""
+    from .viz import shape_sweep_data
+
+    data = shape_sweep_data()
+    latest = data["latest_plan"]
+    header = "| shape | rung 11 | rung 12 | the plan picks | gemm() |" + (" gemm(), latest run |" if latest else "")
+    rows = [header, "|---" * (6 if latest else 5) + "|"]
+    for i, shape in enumerate(data["shapes"]):
+        planned = percent(data["planned_pct"][i]) + ("" if data["plan_measured"][i] else " (its rung)")
+        cells = [shape_name(shape), percent(data["pct"]["11"][i]), percent(data["pct"]["12"][i]),
+                 f"rung {data['planned'][i]}", planned] + ([percent(latest["pct"][i])] if latest else [])
+        rows.append("| " + " | ".join(cells) + " |")
+    summary = (f"Over the non-square shapes, gemm() read a geometric mean of {percent(data['geomean_planned'])} of "
+               f"cuBLAS, lowest {percent(data['min_planned'])}, in `results/{data['file']}`")
+    if latest:
+        summary += (f"; in the latest run of `hgemm-course bench plan` over the sweep, `results/{latest['file']}`, "
+                    f"{percent(latest['geomean'])}, lowest {percent(latest['min'])}")
+    figure = figure_block(SHAPE_SWEEP, "Rungs 11 and 12 per shape, the plan's choice outlined, stars for gemm() in "
+                                       "the latest run.")
+    return f"""## Beyond the squares: the plan per shape
+
+`gemm()` runs rung 11 or rung 12, chosen per shape by a model of the waves (chapter 12, and
+[the method page](method.md)). The sweep times both rungs on the same shapes, in one run, and
+`hgemm-course bench plan` times what `gemm()` launches; each figure is a percentage of cuBLAS.
+
+{figure}
+{chr(10).join(rows)}
+
+{summary}.
+"""
+
+
+def clocks_section() -> str:
+    """The clocks of one recorded paired run, pair by pair: what pairing does not hold equal."""
+    from .viz import clocks_data
+
+    data = clocks_data()
+    figure = figure_block(CLOCKS, f"Rung {data['rung']} and cuBLAS at {data['size']}^3 in `results/{data['file']}`, "
+                                  "pair by pair: each launch's SM clock as its cycles (Nsight Compute, "
+                                  f"`results/profiles/`) over its time, NVML's reading dotted.")
+    return f"""## The clocks of a pair
+
+The two kernels of a pair need not run at one clock: the GPU sets each kernel's clock by the power it draws.
+Over this run the ratio of times is {percent(min(data['pct']))} to {percent(max(data['pct']))} of cuBLAS, and
+the ratio of cycles, which no clock moves, {percent(data['pct_cycles'])}.
+
+{figure}"""
+
+
+def cycles_section() -> str:
+    """Each profiled rung's SM cycles against cuBLAS's at the same shape, as ``hgemm-course profiles`` prints them."""
+    from .profile import CUBLAS, cycle_ratios, load_profiles
+
+    shapes = sorted({(r["M"], r["N"], r["K"]) for r in load_profiles() if r["rung"] == CUBLAS},
+                    key=lambda s: (s[0] * s[1] * s[2], s))
+    by_shape = {shape: {r["rung"]: r["pct_cublas_cycles"] for r in cycle_ratios(*shape)} for shape in shapes}
+    by_shape = {shape: row for shape, row in by_shape.items() if row}
+    rungs = sorted({rung for row in by_shape.values() for rung in row})
+    if not rungs:
+        return ""
+    rows = ["| shape | " + " | ".join(f"rung {rung}" for rung in rungs) + " |", "|---" * (1 + len(rungs)) + "|"]
+    rows += ["| " + " | ".join([shape_name(shape)] + [percent(row.get(rung)) for rung in rungs]) + " |"
+             for shape, row in by_shape.items()]
+    return f"""## SM cycles against cuBLAS
+
+The comparison no clock moves: cuBLAS's SM cycles over each rung's, one launch of each under Nsight Compute at
+the same shape (`hgemm-course profile RUNG --size N` and `hgemm-course profile cublas --size N`; the records
+are in `results/profiles/`, and `hgemm-course profiles` prints them).
+
+{chr(10).join(rows)}
+"""
 
 
 def ceilings_section() -> str:
@@ -413,12 +553,14 @@ def ceilings_section() -> str:
     record = recorded_ceilings()
     if record is None:
         return ""
+    figure = figure_block(ROOFLINE, "Every recorded square run on the roofline of the measured ceilings.")
     return f"""## The ceiling chain
 
 The roofs every chapter places its rung against, measured by `hgemm-course ceilings` on the {record['gpu']}
 (`results/{record['file']}`, {record['date'][:10]}).
 
-{fenced(format_ceilings(record))}"""
+{fenced(format_ceilings(record))}
+{figure}"""
 
 
 def model_section() -> str:
@@ -452,40 +594,57 @@ configuration: the model's count beside the hardware's.
 """ + "\n".join(blocks)
 
 
-def results_page(figure: str) -> str:
+def results_page() -> str:
     return f"""# Results
 
-Every figure on this page is read from a run recorded on the H200 under `results/`, each with its
-provenance: nothing here was measured while the site was built.
+Every figure and table on this page is read from the runs recorded on the H200 under `results/`, each with
+its provenance, and drawn as the site is built: nothing here was measured while it was built.
+[How the course measures](method.md) says how each figure is made.
 
-{ladder_section(figure)}
+{ladder_section()}
+{sweep_section()}
+{clocks_section()}
+{cycles_section()}
 {ceilings_section()}
 {model_section()}"""
 
 
-def draw_ladder(out: Path) -> None:
-    """The ladder figure from the recorded H200 records: the records of the results page's table."""
+def method_page(root: Path) -> str:
+    """How the course measures: docs/method.md as written, which README links too."""
+    return (root / METHOD_PAGE).read_text()
+
+
+def draw_figure(figure: SiteFigure, out: Path) -> None:
+    """What ``hgemm-course viz NAME --out OUT`` draws, from the records under results/."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from .results import RECORDED_GPU, load_records
     from .viz import FIGURES
 
-    FIGURES["ladder"](records=load_records(gpu=RECORDED_GPU)).savefig(out, dpi=100, bbox_inches="tight")
+    FIGURES[figure.name]().savefig(out, dpi=100, bbox_inches="tight")
 
 
-def write_sources(folder: Path, root: Path) -> None:
-    """Write the site's source tree into ``folder``: the pages of :func:`pages`, Sphinx's settings, the images."""
+def copyright_holder(root: Path) -> str:
+    """The year and holder of the LICENSE's copyright line ("2026 The hgemm-course authors"), for the footer."""
+    match = re.search(r"^Copyright \(c\) (.+)$", (root / "LICENSE").read_text(), flags=re.M)
+    if match is None:
+        raise RuntimeError("LICENSE has no 'Copyright (c) YEAR HOLDER' line, which the site's footer quotes.")
+    return match.group(1).strip()
+
+
+def write_sources(folder: Path, root: Path, *, progress: bool = True) -> None:
+    """Write the site's source tree into ``folder``: the pages of :func:`pages`, Sphinx's settings, the figures."""
     import nbformat
+    from tqdm import tqdm
 
     from .check import ALL_EXERCISES
 
     folder = Path(folder)
-    (folder / "exercises").mkdir(parents=True, exist_ok=True)
-    (folder / "kernels").mkdir(exist_ok=True)
+    for sub in ("exercises", "kernels", "_static"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
     for template in ("conf.py", "favicon.svg"):
         shutil.copy(TEMPLATES_DIR / template, folder / template)
-    shutil.copy(root / LADDER_FIGURE, folder / Path(LADDER_FIGURE).name)
+    shutil.copy(TEMPLATES_DIR / "site.css", folder / "_static" / "site.css")
 
     chapter_paths = chapters(root)
     chapter_stems = {chapter_number(path): path.stem for path in chapter_paths}
@@ -508,21 +667,57 @@ def write_sources(folder: Path, root: Path) -> None:
         if kernel.rung and diffable(old, kernel.rung):
             (folder / f"{diff_page(old, kernel.rung)}.md").write_text(diff_page_text(old, kernel.rung, chapter_stems))
 
-    draw_ladder(folder / "ladder_recorded.png")
-    (folder / "results.md").write_text(results_page("ladder_recorded.png"))
+    (folder / "method.md").write_text(method_page(root))
+    with tqdm(total=len(SITE_FIGURES) + 1, desc="drawing the figures and tables from results/", unit="step",
+              disable=not progress) as bar:
+        for figure in SITE_FIGURES:
+            draw_figure(figure, folder / figure.file)
+            bar.update()
+        (folder / "results.md").write_text(results_page())
+        bar.update()
 
 
 # ----------------------------------------------------------------------------- the build
 
 
-def build(out: Path, *, root: Path | None = None) -> Path:
-    """Build the website into ``out`` and return the path of its landing page.
+def render(source: Path, build_dir: Path, *, copyright: str, progress: bool = True) -> Path:
+    """Sphinx's HTML build of ``source`` into ``build_dir/html``, with one progress bar over its reading and writing
+    of every page (Sphinx's own log is a line per page). Returns the HTML folder."""
+    from sphinx.application import Sphinx
+    from tqdm import tqdm
+
+    docs = {path.relative_to(source).with_suffix("").as_posix() for path in source.rglob("*")
+            if path.suffix in (".md", ".ipynb")}
+    html = build_dir / "html"
+
+    with tqdm(total=2 * len(docs), desc="Sphinx reads, then writes the pages", unit="step",
+              disable=not progress) as bar:
+        def read(*_):
+            bar.update()
+
+        def written(_app, page, *_):
+            # returns None: the page keeps its template. genindex and search are written too, no page of ours
+            if page in docs:
+                bar.update()
+
+        app = Sphinx(source, source, html, build_dir / "doctrees", "html", confoverrides={"copyright": copyright},
+                     status=None, warning=sys.stderr, warningiserror=True)
+        app.connect("source-read", read)
+        app.connect("html-page-context", written)
+        app.build()
+    if app.statuscode:
+        raise RuntimeError("Sphinx could not build the site without warnings (they are printed above).")
+    return html
+
+
+def build(out: Path, *, root: Path | None = None, progress: bool = True) -> Path:
+    """Build the website into ``out`` and return the path of its landing page; ``progress``: show a bar per step.
 
     Sphinx's warnings (a broken link, a missing image, a notebook it cannot read) fail the build: a
     site that builds is a site without them.
     """
     try:
-        from sphinx.cmd.build import build_main
+        import sphinx  # noqa: F401  (the book extra: Sphinx, myst-nb and furo)
     except ImportError:
         raise RuntimeError("the website needs Sphinx, myst-nb and furo: `pip install -e .[book]` installs them.") from None
     root = checkout_root(root)
@@ -537,10 +732,8 @@ def build(out: Path, *, root: Path | None = None) -> Path:
         # myst-nb writes the notebooks' images beside Sphinx's output folder (build/jupyter_execute), so Sphinx
         # builds inside the temporary folder too, and only the finished site is copied to ``out``
         source, build_dir = Path(tmp) / "source", Path(tmp) / "build"
-        write_sources(source, root)
-        if build_main(["-q", "-b", "html", "-W", "--keep-going", "-d", str(build_dir / "doctrees"), str(source),
-                       str(build_dir / "html")]):
-            raise RuntimeError("Sphinx could not build the site without warnings (they are printed above).")
-        shutil.copytree(build_dir / "html", out, dirs_exist_ok=True)
+        write_sources(source, root, progress=progress)
+        html = render(source, build_dir, copyright=copyright_holder(root), progress=progress)
+        shutil.copytree(html, out, dirs_exist_ok=True)
     return out / "index.html"
 

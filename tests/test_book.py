@@ -6,8 +6,10 @@ skip; CI installs both (.ci/run).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
+import io
 import json
 import re
 import shutil
@@ -24,9 +26,10 @@ import pytest
 
 from hgemm_course import book
 from hgemm_course.check import ALL_EXERCISES
-from hgemm_course.check.generate import render
+from hgemm_course.check.generate import is_marker, render
 from hgemm_course.cli import main
 from hgemm_course.ladder import get, registry
+from hgemm_course.viz import FIGURES
 
 # myst-parser still reads an attribute Sphinx 9 deprecates, once per reference: a note to its authors, not to us
 pytestmark = pytest.mark.filterwarnings("ignore:'myst_parser.sphinx_ext.myst_refs.MystReferenceResolver.app' is deprecated")
@@ -111,6 +114,7 @@ def test_pages_list_every_chapter_exercise_kernel_and_diff_once():
         assert f"kernels/{rung.kernel_path.stem}" in pages
     assert "kernels/diff_04_05" in pages and "kernels/diff_07_09" in pages
     assert "kernels/diff_02_03" not in pages          # a Numba kernel against a CUDA C++ one says nothing
+    assert "method" in pages
 
 
 def test_a_diff_page_shows_what_hgemm_course_diff_prints(capsys):
@@ -145,8 +149,10 @@ def test_an_exercise_page_states_the_problem_and_the_command_but_not_the_answer(
     exercise = book.exercises()[name]
     page = book.exercise_page(name, exercise, ALL_EXERCISES[name], None)
     assert f"hgemm-course check {name}" in page
-    assert normalized(book.problem_statement(exercise).splitlines()[0]) in normalized(page)
-    assert normalized(exercise.text) in normalized(page)
+    assert normalized(page).count(normalized(book.problem_statement(exercise).splitlines()[0])) == 1
+    assert normalized(book.exercise_code(exercise)) in normalized(page)
+    assert "TODO" in book.exercise_code(exercise)
+    assert not [line for line in page.splitlines() if is_marker(line)], "the stubs show their region marks"
     leaked = [line for line in solution_lines(name) if line in normalized(page)]
     assert not leaked, f"{name}'s page shows its solution: {leaked}"
 
@@ -159,10 +165,29 @@ def test_the_problem_of_a_kernel_exercise_is_its_leading_comment():
 def test_the_landing_page_quotes_readme_and_lists_every_chapter():
     page = book.landing_page(ROOT, book.chapters(ROOT))
     assert 'pip install -e ".[cu13,dev]" && hgemm-course tour' in page and "pytest --nbval-lax tests chapters" in page
-    assert "jupyter lab chapters/" in page and "ladder_h200.png" in page
+    assert "jupyter lab chapters/" in page
+    assert f"{{figure}} {book.LADDER.file}" in page and "results/ladder_h200.png" not in page   # drawn, not copied
     toctree = page[page.index("```{toctree}"):]
     assert [line for line in toctree.splitlines() if re.fullmatch(r"\d\d_\w+", line)] == [
         p.stem for p in book.chapters(ROOT)]
+
+
+def figures_of(page: str) -> dict[str, str]:
+    """Each ```{figure} block of a page: its file and its caption."""
+    return dict(re.findall(r"```\{figure\} (\S+)\n:alt: [^\n]+\n\n(.*?)\n```", page, flags=re.S))
+
+
+def test_every_figure_of_the_site_is_drawn_from_the_records_and_names_its_command():
+    drawn = {figure.file: figure for figure in book.SITE_FIGURES}
+    assert all(figure.name in FIGURES for figure in book.SITE_FIGURES)
+    shown = {**figures_of(book.landing_page(ROOT, book.chapters(ROOT))), **figures_of(book.results_page())}
+    assert set(shown) == set(drawn)
+    for file, caption in shown.items():
+        assert normalized(caption).endswith(f"by `{drawn[file].command}`."), caption
+
+
+def test_the_footer_names_the_licence_holder():
+    assert book.copyright_holder(ROOT) == "2026 The hgemm-course authors"
 
 
 def test_a_fence_outgrows_the_backticks_inside_it():
@@ -180,17 +205,39 @@ def test_book_refuses_an_out_folder_that_holds_something_else(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, str]:
+    """The site, built once for the module, and what the build printed on stderr (its progress bars)."""
     for module in ("sphinx", "myst_nb", "furo"):
         pytest.importorskip(module, reason="the website needs the book extra: pip install -e .[book]")
     out = tmp_path_factory.mktemp("book") / "site"
-    book.build(out)
-    return out
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(printed):
+            book.build(out)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}\n{printed.getvalue()}") from None
+    return out, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def site(built) -> Path:
+    return built[0]
 
 
 def test_the_site_has_every_page(site):
     missing = [page for page in book.pages(ROOT) if not (site / f"{page}.html").is_file()]
     assert not missing
+
+
+def test_the_build_shows_its_progress(built):
+    printed = built[1]
+    for step in ("drawing the figures and tables from results/", "Sphinx reads, then writes the pages"):
+        assert re.search(re.escape(step) + r": 100%", printed), printed[-2000:]
+
+
+def test_the_site_shows_the_figures_it_drew_and_the_licence_holder(site):
+    assert all((site / "_images" / figure.file).is_file() for figure in book.SITE_FIGURES)
+    assert f"Copyright &#169; {book.copyright_holder(ROOT)}" in (site / "index.html").read_text()
 
 
 def test_no_solution_appears_in_the_site(site):
@@ -340,6 +387,19 @@ def test_a_chapter_page_has_navigation_contents_figures_and_its_code(crawl, serv
     swizzle = crawl[f"{server}05_swizzle.html"]
     assert f"{server}kernels/diff_04_05.html" in swizzle.links
     assert f"{server}05_swizzle.html#the-picture" in swizzle.contents
+
+
+def test_a_wide_table_fits_or_scrolls_in_view(browser, server):
+    """At 1280 px a table wider than the text scrolls sideways in a box no taller than the window, so its scroll
+    bar is on screen, not below the fold of a long table."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}results.html", wait_until="load")
+    boxes = page.eval_on_selector_all(".table-wrapper", """boxes => boxes.map(box => ({
+        fits: box.scrollWidth <= box.clientWidth, scrolls: getComputedStyle(box).overflowX === "auto",
+        height: box.getBoundingClientRect().height}))""")
+    page.close()
+    assert boxes and not [box for box in boxes if not box["fits"] and not (box["scrolls"] and box["height"] <= 800)]
 
 
 def test_screenshots_of_the_landing_page_and_a_chapter(browser, server, crawl):

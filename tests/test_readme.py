@@ -1,10 +1,23 @@
-"""README's promises: the two commands, CI running the same test command, the table from the records."""
+"""README's promises: the two commands CI runs, the files and commands it names, its picture and its table from
+the records."""
 import re
+import shlex
 
+import pytest
+
+from hgemm_course.check import ALL_EXERCISES
+from hgemm_course.cli import main
 from hgemm_course.paths import REPO_ROOT
 from hgemm_course.results import README_BEGIN, README_END, ladder_markdown
 
 README = (REPO_ROOT / "README.md").read_text()
+CI = (REPO_ROOT / ".ci" / "run").read_text()
+# folders of the repository a path README names may start with; ./hgemm-results/ and hgemm-book/ are what
+# `tour` and `book` write, not part of a clone
+REPO_FOLDERS = ("benchmarks/", "chapters/", "docs/", "exercises/", "results/", "scripts/")
+# RMS over 0-255 pixel values: one rung's bar a point higher reads 0.5; matplotlib's wheels bring their own
+# FreeType, so one version draws the same pixels on any machine
+PICTURE_TOLERANCE = 0.25
 
 
 def _bash_blocks(text):
@@ -16,11 +29,15 @@ def test_readme_has_exactly_the_two_setup_commands():
     assert blocks == ['pip install -e ".[cu13,dev]" && hgemm-course tour', "pytest --nbval-lax tests chapters"]
 
 
-def test_ci_runs_the_readme_test_command():
-    test_command = _bash_blocks(README)[1].strip()
-    ci = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
-    assert test_command in ci
-    assert 'python3 -m pip install -e ".[cu13,dev]"' in ci
+def test_ci_runs_the_two_readme_commands_once_each():
+    ci_lines = [line.strip() for line in CI.splitlines()]
+    for command in _bash_blocks(README):
+        assert ci_lines.count(command.strip()) == 1, command
+
+
+def test_the_ci_runs_them_in_a_fresh_venv():
+    setup = CI.index(_bash_blocks(README)[0].strip())
+    assert re.search(r'python3 -m venv "\$\w+"\n\. "\$\w+/bin/activate"\n', CI[:setup])
 
 
 def test_ladder_table_matches_the_recorded_results():
@@ -36,3 +53,44 @@ def test_the_table_has_a_column_only_where_a_rung_was_timed():
     table = ladder_markdown([rec("11", 4096, 99.0), rec("plan", 1024, 80.0, "plan_only.json")])
     assert "4096^3" in table and "1024^3" not in table
     assert "plan_only.json" not in table and "`results/run.json`" in table
+
+
+def test_every_file_readme_names_is_in_the_repository():
+    links = re.findall(r"\]\(([^)#]+)\)", README)
+    quoted = [token for token in re.findall(r"`([^`\s]+)`", README) if token.startswith(REPO_FOLDERS)]
+    missing = [path for path in links + quoted if not (REPO_ROOT / path).exists()]
+    assert links and quoted and not missing
+
+
+def test_every_chapter_and_exercise_readme_lists_exists():
+    rows = re.findall(r"^\| (\d\d) \| .* \| (.*) \|$", README, flags=re.M)
+    assert [number for number, _ in rows] == [path.name[:2] for path in sorted(REPO_ROOT.glob("chapters/[0-9][0-9]_*.ipynb"))]
+    listed = [name for _, cell in rows for name in re.findall(r"`(ex\w+)`", cell)]
+    assert listed == list(ALL_EXERCISES)
+
+
+@pytest.mark.parametrize("command", sorted(set(re.findall(r"`hgemm-course ([a-z][\w-]*)", README))))
+def test_every_command_readme_names_exists(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0, capsys.readouterr().err
+
+
+def test_the_picture_is_what_its_command_draws_from_the_records_now(tmp_path):
+    """README's one picture is committed (a README on a code host shows only files of the repository), so it is
+    checked against a fresh drawing by the command its caption names: a new record makes it stale, and this fails."""
+    from matplotlib.testing.compare import compare_images
+    from matplotlib.testing.exceptions import ImageComparisonFailure
+
+    picture = re.search(r"!\[[^]]*\]\((results/[\w.]+\.png)\)\n\*.*?`(hgemm-course viz [^`]*)`", README, flags=re.S)
+    assert picture, "README's picture is followed by a caption naming the `hgemm-course viz` command that draws it"
+    path, command = picture.groups()
+    argv = shlex.split(command)[1:]
+    assert argv[argv.index("--out") + 1] == path
+    argv[argv.index("--out") + 1] = str(tmp_path / "drawn.png")
+    assert main(argv) == 0
+    try:
+        difference = compare_images(str(REPO_ROOT / path), str(tmp_path / "drawn.png"), tol=PICTURE_TOLERANCE)
+    except ImageComparisonFailure as exc:     # another size: rungs or sizes were added since it was drawn
+        difference = str(exc)
+    assert difference is None, f"{path} is not what the records draw now: run `{command}` ({difference})"

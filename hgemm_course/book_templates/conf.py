@@ -4,6 +4,7 @@ it generates (hgemm_course/book.py) and builds that tree."""
 project = "hgemm-course"
 author = "the hgemm-course authors"
 html_title = "hgemm-course"
+# copyright, the footer's "Copyright (c) YEAR HOLDER", is LICENSE's line: hgemm-course book sets it from there
 
 extensions = ["myst_nb"]
 nb_execution_mode = "off"          # the notebooks' committed outputs are the figures: nothing runs, no GPU
@@ -15,3 +16,5 @@ html_show_sourcelink = False
 pygments_style = "default"         # Pygments' own colours: a diff's removed lines red, added green
 html_favicon = "favicon.svg"       # without one the browser asks for /favicon.ico, which the site has not
 smartquotes = False                # the prose quotes commands: "--record" stays two hyphens
+html_static_path = ["_static"]
+html_css_files = ["site.css"]      # wide tables scroll inside the window (book_templates/site.css)
