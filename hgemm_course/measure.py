@@ -105,14 +105,15 @@ def bench_command(rung_ids=None, sizes=None, *, repeats: int = 30, out_dir: Path
 
 def tune_command(rung_id: str, sizes=None, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None,
                  repeats: int = 30, dry_run: bool = False, out_dir: Path | None = None, record: bool = False) -> int:
-    """Sweep a rung's configurations (--dry-run: only list them) and time those that run against cuBLAS. Without
-    a GPU that runs the rung, refused in one line before the sweep is planned."""
+    """Sweep a rung's configurations (``dry_run``: only list them) and time those that run against cuBLAS. Without
+    a folder to write to, or a GPU that runs the rung, refused in one line before the sweep is planned."""
     from . import tune
     from .harness import require_runs_here
     from .results import run_folder, write_run
 
     rung_id = tune.get(rung_id).id          # "11", 11 and "11_persistent" alike
     if not dry_run:
+        folder = run_folder(out_dir, record=record)
         device.require_gpu(f"Tuning rung {rung_id}")
         require_runs_here(tune.get(rung_id))
     configs = tune.sweep(rung_id, tiles=tiles, stages=stages, supers=supers, clusters=clusters, consumers=consumers)
@@ -125,7 +126,6 @@ def tune_command(rung_id: str, sizes=None, *, tiles=None, stages=None, supers=No
             kernel = tune.build(rung_id, cfg)
             print(f"run  {cfg.label}: {kernel.threads} threads, {kernel.smem_bytes} B of shared memory")
         return 0
-    folder = run_folder(out_dir, record=record)
     records, _, failures = tune.run(rung_id, sizes or TUNE_SIZES, runnable, repeats=repeats)
     for cfg, failed in failures:
         print(f"verification failed, not timed: {cfg.label}: {failed.summary()} (seed={failed.seed})", file=sys.stderr)

@@ -65,10 +65,10 @@ def _tour_without_gpu() -> int:
 
 def _tour_with_gpu(sizes, folder: Path) -> int:
     """Every rung this GPU runs verified and timed against cuBLAS at ``sizes``, the run written to ``folder`` and
-    drawn beside it; one short line per rung it cannot run. The count of failures (1 when nothing was timed)."""
+    drawn beside it; one line per rung it cannot run. The count of failures (1 when nothing was timed)."""
     import matplotlib
 
-    from .harness import bench, format_table
+    from .harness import SHOWN_INSTEAD, bench, format_table
     from .ladder import registry
     from .results import load_records, write_run
 
@@ -76,9 +76,7 @@ def _tour_with_gpu(sizes, folder: Path) -> int:
     failures, skipped = [], []
     records = bench(list(registry()), sizes, repeats=30, failures=failures, skipped=skipped)
     for _, why in skipped:
-        print(f"skip: {why}")
-    if skipped:
-        print("(their recorded H200 figures are in the summary below)")
+        print(f"skip: {why}{SHOWN_INSTEAD}")
     for failed in failures:
         print(f"verification failed, not timed: {failed.summary()} (seed={failed.seed})")
     if not records:

@@ -452,12 +452,12 @@ def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel")
-    shapes = course_sweep_shapes()
-    nonsquare = [s for s in shapes if not s[0] == s[1] == s[2]]
+    sweep = course_sweep_shapes()
+    nonsquare = [s for s in sweep if not s[0] == s[1] == s[2]]
     assert len(nonsquare) >= 12
-    assert min(min(s) for s in shapes) >= 1024 and max(max(s) for s in shapes) == 16384
-    assert any(M >= 4 * N for M, N, K in shapes) and any(N >= 4 * M for M, N, K in shapes)   # tall and wide
-    assert any(K >= 4 * max(M, N) for M, N, K in shapes) and any(K * 4 <= min(M, N) for M, N, K in shapes)
+    assert min(min(s) for s in sweep) >= 1024 and max(max(s) for s in sweep) == 16384
+    assert any(M >= 4 * N for M, N, K in sweep) and any(N >= 4 * M for M, N, K in sweep)   # tall and wide
+    assert any(K >= 4 * max(M, N) for M, N, K in sweep) and any(K * 4 <= min(M, N) for M, N, K in sweep)
     # the counts its comments give are the plan's, on the H200's 66 clusters
     for line in (REPO_ROOT / "benchmarks" / "shapes_nonsquare.txt").read_text().splitlines():
         shape, _, comment = line.partition("#")
