@@ -16,7 +16,7 @@ tree it reads, into a temporary folder, so nothing generated is ever committed:
 - ``results.md``: the recorded H200 runs under results/, each with its provenance.
 
 Every figure of the landing and results pages is drawn from the records under results/ while the site is
-built, by the function ``hgemm-course viz NAME`` calls: no committed picture can go stale.
+built, as ``hgemm-course viz NAME`` draws it: no committed picture can go stale.
 """
 from __future__ import annotations
 
@@ -481,7 +481,7 @@ def sweep_section() -> str:
     header = "| shape | rung 11 | rung 12 | the plan picks | gemm() |" + (" gemm(), latest run |" if latest else "")
     rows = [header, "|---" * (6 if latest else 5) + "|"]
     for i, shape in enumerate(data["shapes"]):
-        planned = percent(data["planned_pct"][i]) + ("" if data["plan_measured"][i] else " (its rung)")
+        planned = percent(data["planned_pct"][i]) + ("" if data["plan_measured"][i] else " (its rung's own launch)")
         cells = [shape_name(shape), percent(data["pct"]["11"][i]), percent(data["pct"]["12"][i]),
                  f"rung {data['planned'][i]}", planned] + ([percent(latest["pct"][i])] if latest else [])
         rows.append("| " + " | ".join(cells) + " |")
@@ -616,12 +616,9 @@ def method_page(root: Path) -> str:
 
 def draw_figure(figure: SiteFigure, out: Path) -> None:
     """What ``hgemm-course viz NAME --out OUT`` draws, from the records under results/."""
-    import matplotlib
+    from .viz import draw
 
-    matplotlib.use("Agg")
-    from .viz import FIGURES
-
-    FIGURES[figure.name]().savefig(out, dpi=100, bbox_inches="tight")
+    draw(figure.name, out)
 
 
 def copyright_holder(root: Path) -> str:
@@ -680,7 +677,7 @@ def write_sources(folder: Path, root: Path, *, progress: bool = True) -> None:
 # ----------------------------------------------------------------------------- the build
 
 
-def render(source: Path, build_dir: Path, *, copyright: str, progress: bool = True) -> Path:
+def sphinx_html(source: Path, build_dir: Path, *, copyright: str, progress: bool = True) -> Path:
     """Sphinx's HTML build of ``source`` into ``build_dir/html``, with one progress bar over its reading and writing
     of every page (Sphinx's own log is a line per page). Returns the HTML folder."""
     from sphinx.application import Sphinx
@@ -733,7 +730,7 @@ def build(out: Path, *, root: Path | None = None, progress: bool = True) -> Path
         # builds inside the temporary folder too, and only the finished site is copied to ``out``
         source, build_dir = Path(tmp) / "source", Path(tmp) / "build"
         write_sources(source, root, progress=progress)
-        html = render(source, build_dir, copyright=copyright_holder(root), progress=progress)
+        html = sphinx_html(source, build_dir, copyright=copyright_holder(root), progress=progress)
         shutil.copytree(html, out, dirs_exist_ok=True)
     return out / "index.html"
 
