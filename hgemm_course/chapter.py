@@ -9,22 +9,38 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import re
 from pathlib import Path
 
-from . import harness, target
+from . import harness, target, verdict
 from .harness import format_table
 from .ladder import get, registry
+from .paths import results_dir
 from .results import load_records
 
 
+# Runs from this time on queued their timed launches behind harness.StreamHold; before it, a short kernel's
+# events could count the host's launch time as the kernel's (cuBLAS read 110 TFLOP/s at 1024^3).
+HOLD_SINCE = "2026-12-01T17:53"
+
+
+CLOCK_NOTE = ("ms and % cuBLAS: the rung alternated launch by launch with cuBLAS. Mcycles (the busiest SM's) and GHz: "
+              "its timing build alternated with its plain build, whose times timed/plain compares; the clock may "
+              "differ between the two stretches, since the power limit sets it by what runs.")
+
+
 def show_recorded(*rungs: str, sizes=None) -> list[dict]:
-    """Print the newest recorded benchmark rows of these rungs, labelled with file and date; returns them."""
-    rows = [r for r in load_records() if r["rung"] in rungs and (sizes is None or r["M"] in sizes)]
-    for name, date, gpu in sorted({(r["file"], r["date"][:10], r["gpu"]) for r in rows}):
-        print(f"RECORDED on the {gpu} ({name}, {date}):")
-    if rows:
-        print(format_table(rows))
+    """Print the newest recorded benchmark rows of these rungs from runs that held the stream (HOLD_SINCE),
+    under the name and date of the run each row comes from; returns them."""
+    rows = [r for r in load_records() if r["rung"] in rungs and (sizes is None or r["M"] in sizes)
+            and str(r.get("date", "")) >= HOLD_SINCE]
+    for name in sorted({r["file"] for r in rows}):
+        run = [r for r in rows if r["file"] == name]
+        print(f"RECORDED on the {run[0]['gpu']} ({name}, {str(run[0]['date'])[:10]}):")
+        print(format_table(run))
+    if any(r.get("cycles") for r in rows):
+        print(CLOCK_NOTE)
     missing = [r for r in rungs if r not in {row["rung"] for row in rows}]
     if missing:
         print(f"No recorded result for rung {', '.join(missing)} yet: `hgemm-course bench {' '.join(missing)}` "
@@ -57,6 +73,8 @@ def bench_or_show(rung_ids, sizes) -> list[dict]:
         print(f"{_measured_on(here)}:")
         print(format_table(records))
         rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
+        if any(r.get("cycles") for r in rows):
+            print(CLOCK_NOTE)
     for _, why in refused:
         print(why)
     if refused:
@@ -497,7 +515,122 @@ def _place_in_cycles(rung: str, size: int, record: dict, profile, folder) -> dic
                                   (t["wm"], t["wn"]))
         out.update(floor_cycles=floor["cycles"], pct_of_floor=100.0 * floor["cycles"] / row["cycles"],
                    floor_pct_cublas=100.0 * row["cublas_cycles"] / floor["cycles"])
-        print(f"mma.sync at this tiling ({t['bm']}x{t['bn']} tiles, {floor['waves']} waves) needs at least "
-              f"{floor['cycles']:,.0f} cycles (sim.issue model), {out['floor_pct_cublas']:.1f}% of cuBLAS: the rung "
-              f"runs at {out['pct_of_floor']:.1f}% of that floor.")
+        print(f"The sim.issue model (a model, not the measured bound in the table above, which is in TFLOP/s at "
+              f"the clock its own kernel ran at) puts the floor of mma.sync at this tiling ({t['bm']}x{t['bn']} "
+              f"tiles, {floor['waves']} waves) at {floor['cycles']:,.0f} cycles, {out['floor_pct_cublas']:.1f}% of "
+              f"cuBLAS's cycles; the rung takes {row['cycles'] / floor['cycles']:.2f}x the floor's cycles.")
     return out
+
+
+def compare_or_show(rung_a: str, rung_b: str, size: int, *, repeats: int = 30) -> list:
+    """Whether rung ``rung_b`` takes fewer SM cycles and less time than rung ``rung_a`` at ``size``^3, as verdicts
+    computed from the measurements (:mod:`hgemm_course.verdict`), printed and returned.
+
+    On a GPU that runs both: the two alternated launch by launch (the time verdict, from each pair's ratio),
+    then each alternated with its timing build (the cycles verdict). Otherwise: the cycles verdict from the
+    recorded runs of both at that size, labelled as recorded."""
+    a, b = get(rung_a), get(rung_b)
+    if target.runnable() is not None and harness.refusal_here(a) is None and harness.refusal_here(b) is None:
+        import cupy
+
+        for rung in (a, b):
+            harness.verify(rung, size, size, size).raise_if_failed()
+        sets = harness.input_sets(size, size, size, cupy.cuda.Device().attributes["L2CacheSize"])
+        paired = harness.time_paired(b.launch, a.launch, sets, warmup=5, repeats=repeats)
+        clocked = [harness.time_with_clock(rung.launch, sets) for rung in (a, b)]
+        print(f"{_measured_on(target.runnable())}, rungs {a.id} and {b.id} at {size}^3:")
+        found = [verdict.compare_paired(f"rung {a.id}", f"rung {b.id}",
+                                        [tb / ta for tb, ta in zip(paired.fn_ms, paired.reference_ms)],
+                                        f"time at {size}^3, launches alternated (b / a per pair)")]
+        if all(clocked):
+            found.append(verdict.compare(f"rung {a.id}", [c.cycles for c in clocked[0].launches], f"rung {b.id}",
+                                         [c.cycles for c in clocked[1].launches], f"SM cycles at {size}^3"))
+    else:
+        rows = {r["rung"]: r for r in load_records() if r["rung"] in (a.id, b.id)
+                and r["M"] == r["N"] == r["K"] == size and str(r.get("date", "")) >= HOLD_SINCE}
+        judged = verdict.compare_records(rows[a.id], rows[b.id]) if len(rows) == 2 else None
+        if judged is None:
+            print(f"No recorded run of rungs {a.id} and {b.id} at {size}^3 with their cycles: "
+                  f"`hgemm-course bench {a.id} {b.id} --sizes {size}` on a GPU measures them.")
+            return []
+        files = ", ".join(sorted({rows[a.id]["file"], rows[b.id]["file"]}))
+        print(f"RECORDED on the {rows[a.id]['gpu']} ({files}):")
+        found = [judged]
+    for judged in found:
+        print(judged)
+    return found
+
+
+
+ABLATION_03_TO_04 = Path("tuning") / "2026-12-02" / "ablate_03_to_04.json"   # under results/
+_COUNTERS = (("tensor pipe %", "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active"),
+             ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+             ("long sb", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"))
+
+
+def show_ablation(path: Path | str = ABLATION_03_TO_04) -> list:
+    """A recorded ablation (research/ablate_03_to_04.py): per step, its SM cycles and clock at each size, the
+    change in cycles from the step before as a verdict, its % of cuBLAS, and the ncu counters of its 8192^3
+    launch (tensor pipe active, issue slots used, warps stalled on long scoreboard per issued instruction).
+    Returns the verdicts, step by step."""
+    path = results_dir() / path
+    data = json.loads(path.read_text())
+    prov = data["provenance"]
+    rows = data["variants"]
+    sizes = sorted({int(n) for row in rows for n in row["timing"]})
+    print(f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):")
+    head = f"{'step':<26}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
+    print(head + "".join(f"{name:>14}" for name, _ in _COUNTERS))
+    for row in rows:
+        cells = "".join(f"{t['cycles'] / 1e6:>16.3f}{t['clock_ghz']:>6.3f}{t['pct_cublas']:>8.1f}"
+                        if (t := row["timing"].get(str(n))) else f"{'-':>30}" for n in sizes)
+        counters = next(iter(row.get("ncu", {}).values()), {})
+        print(f"{row['label']:<26}{cells}" + "".join(
+            f"{counters[m]:>14.2f}" if counters.get(m) is not None else f"{'-':>14}" for _, m in _COUNTERS))
+    found = []
+    n = str(sizes[-1])
+    for before, after in zip(rows, rows[1:]):
+        if n in before["timing"] and n in after["timing"]:
+            found.append(verdict.compare(before["label"], [c["cycles"] for c in before["timing"][n]["launch_clocks"]],
+                                         after["label"], [c["cycles"] for c in after["timing"][n]["launch_clocks"]],
+                                         f"SM cycles at {n}^3"))
+    for judged in found:
+        print(judged)
+    return found
+
+
+L2_PROMOTION = Path("tuning") / "2026-12-02" / "ablate_l2_promotion.json"   # under results/
+
+
+def show_l2_promotion(path: Path | str = L2_PROMOTION) -> list:
+    """The recorded L2-promotion ablation of rung 07 (research/ablate_l2_promotion.py): per promotion, SM cycles,
+    clock and % of cuBLAS at each size, and ncu's DRAM bytes, L2 hit rate and L2 sectors per request of one
+    8192^3 launch; then each promotion's cycles against none's at the largest size, as verdicts."""
+    path = results_dir() / path
+    data = json.loads(path.read_text())
+    prov, rows = data["provenance"], data["variants"]
+    sizes = sorted({int(n) for row in rows for n in row["timing"]})
+    print(f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):")
+    print(f"{'L2 promotion':<14}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
+          + f"{'DRAM MB':>10}{'L2 hit %':>10}{'sectors/req':>12}")
+    for row in rows:
+        cells = "".join(f"{t['cycles'] / 1e6:>16.3f}{t['clock_ghz']:>6.3f}{t['pct_cublas']:>8.1f}"
+                        for t in (row["timing"][str(n)] for n in sizes))
+        ncu = next(iter(row.get("ncu", {}).values()), {})
+        sectors, requests = ncu.get("lts__t_sectors_srcunit_tex_op_read.sum"), ncu.get("lts__t_requests_srcunit_tex_op_read.sum")
+        extra = (f"{ncu['dram__bytes_read.sum'] / 1e6:>10,.0f}{ncu['lts__t_sector_hit_rate.pct']:>10.1f}"
+                 f"{sectors / requests:>12.2f}" if ncu and sectors and requests else "")
+        label = f"{row['l2_promotion']} B" if row["l2_promotion"] else "none"
+        print(f"{label:<14}{cells}{extra}")
+    n = str(sizes[-1])
+    baseline = next(row for row in rows if row["l2_promotion"] == 0)
+    found = [verdict.compare("no promotion", [c["cycles"] for c in baseline["timing"][n]["launch_clocks"]],
+                             f"{row['l2_promotion']} B promotion",
+                             [c["cycles"] for c in row["timing"][n]["launch_clocks"]], f"SM cycles at {n}^3")
+             for row in rows if row["l2_promotion"] and "launch_clocks" in row["timing"][n]]
+    if not found:
+        print("This run kept each promotion's median cycles only, not its launches', so it gives no spread to judge "
+              "the differences by: `python3 research/ablate_l2_promotion.py` on a GPU measures them with it.")
+    for judged in found:
+        print(judged)
+    return found

@@ -289,7 +289,10 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: s
             row = {k: r.get(k, prov.get(k)) for k in RECORD_KEYS}
             row.update({"ms": r.get("ms"), "cublas_ms": r.get("cublas_ms"), "file": path.name,
                         "driver": prov.get("driver"), "samples": len(r.get("samples_ms", [])),
-                        "paired": bool(r.get("paired"))})
+                        "paired": bool(r.get("paired")), "launch_clocks": r.get("launch_clocks") or [],
+                        "cycles": r.get("cycles"), "clock_ghz": r.get("clock_ghz"),
+                        "timing_build_ratio": r.get("timing_build_ratio"),
+                        "pct_cublas_pairwise": r.get("pct_cublas_pairwise")})
             listing.append(row)
             rows[(row["rung"], row["M"], row["N"], row["K"])] = row
     out = list(rows.values()) if latest_only else listing

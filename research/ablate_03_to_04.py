@@ -126,15 +126,34 @@ def verify(launch, M, N, K):
 def counters(label: str, size: int, out: Path) -> dict:
     """ncu on the second of two launches of the variant (--clock-control none): the metrics above."""
     ncu = profile.require_ncu()
-    log = out / f"ncu_{re.sub(r'[^A-Za-z0-9]+', '_', label).strip('_')}_{size}.csv"
+    log = ncu_log(out, label, size)
     subprocess.run([ncu, "--clock-control", "none", "--cache-control", "all", "--print-units", "base", "--csv",
                     "--page", "raw", "--metrics", ",".join(NCU_METRICS), "-k", "regex:^k0[34]", "--launch-skip", "1",
                     "--launch-count", "1", "--log-file", str(log), sys.executable, __file__, "--launch", label,
                     "--size", str(size)], check=True, capture_output=True)
     from hgemm_course import ncu as ncu_csv
 
-    row = ncu_csv.read_raw(log)[0]
+    row = ncu_csv.read_raw(log)[0]["metrics"]
     return {name: row.get(name) for name in NCU_METRICS}
+
+
+def ncu_log(out: Path, label: str, size: int) -> Path:
+    return out / f"ncu_{re.sub(r'[^A-Za-z0-9]+', '_', label).strip('_')}_{size}.csv"
+
+
+def reread(out: Path) -> int:
+    """The ncu fields of a run's JSON read again from the CSVs ncu wrote beside it (the JSON's provenance says so)."""
+    from hgemm_course import ncu as ncu_csv
+
+    path = out / "ablate_03_to_04.json"
+    data = json.loads(path.read_text())
+    size = data["provenance"]["ncu_size"]
+    for row in data["variants"]:
+        got = ncu_csv.read_raw(ncu_log(out, row["label"], size))[0]["metrics"]
+        row["ncu"] = {str(size): {name: got.get(name) for name in NCU_METRICS}}
+    data["provenance"]["ncu_reread"] = "ncu fields read from the CSVs by --reread"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return 0
 
 
 def main() -> int:
@@ -145,7 +164,11 @@ def main() -> int:
     p.add_argument("--ncu-size", type=int, default=0, help="profile each variant at this n^3 (0: no ncu)")
     p.add_argument("--launch", help="launch this variant twice at --size and exit (for ncu)")
     p.add_argument("--size", type=int, default=8192)
+    p.add_argument("--reread", type=Path, metavar="DIR",
+                   help="fill the ncu fields of DIR/ablate_03_to_04.json from the CSVs beside it, and exit")
     args = p.parse_args()
+    if args.reread:
+        return reread(args.reread)
     import cupy
 
     table = {v["label"]: v for v in variants()}

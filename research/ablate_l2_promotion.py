@@ -51,7 +51,19 @@ def main() -> int:
     p.add_argument("--ncu-size", type=int, default=0)
     p.add_argument("--launch", type=int, help="launch with this promotion twice at --size and exit (for ncu)")
     p.add_argument("--size", type=int, default=8192)
+    p.add_argument("--reread", type=Path, metavar="DIR",
+                   help="fill the ncu fields of DIR/ablate_l2_promotion.json from the CSVs beside it, and exit")
     args = p.parse_args()
+    if args.reread:
+        path = args.reread / "ablate_l2_promotion.json"
+        data = json.loads(path.read_text())
+        size = data["provenance"]["ncu_size"]
+        for row in data["variants"]:
+            got = ncu_csv.read_raw(args.reread / f"ncu_l2_promotion_{row['l2_promotion']}_{size}.csv")[0]["metrics"]
+            row["ncu"] = {str(size): {m: got.get(m) for m in NCU_METRICS}}
+        data["provenance"]["ncu_reread"] = "ncu fields read from the CSVs by --reread"
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        return 0
     import cupy
 
     if args.launch is not None:
@@ -83,7 +95,8 @@ def main() -> int:
                                 "pct_cublas_pairs": [100 * c / f for f, c in zip(t.fn_ms, t.reference_ms)],
                                 "cycles": statistics.median(c.cycles for c in clocked.launches),
                                 "clock_ghz": statistics.median(c.ghz for c in clocked.launches),
-                                "timing_build_ratio": clocked.ratio}
+                                "timing_build_ratio": clocked.ratio,
+                                "launch_clocks": [c.as_dict() for c in clocked.launches]}
         if args.ncu_size and args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             log = args.out / f"ncu_l2_promotion_{promotion}_{args.ncu_size}.csv"
@@ -92,7 +105,7 @@ def main() -> int:
                             "-k", "regex:^k07", "--launch-skip", "1", "--launch-count", "1", "--log-file", str(log),
                             sys.executable, __file__, "--launch", str(promotion), "--size", str(args.ncu_size)],
                            check=True, capture_output=True)
-            got = ncu_csv.read_raw(log)[0]
+            got = ncu_csv.read_raw(log)[0]["metrics"]
             row["ncu"] = {args.ncu_size: {m: got.get(m) for m in NCU_METRICS}}
         rows.append(row)
         print(f"L2 promotion {promotion:>3} B: " + ", ".join(

@@ -1,0 +1,60 @@
+"""Verdicts computed from measurements, and the chapters' comparisons re-run on the recorded data: a verdict that
+a chapter's text points to must not flip."""
+import pytest
+
+from hgemm_course import chapter, verdict
+
+
+def test_two_medians_within_the_spread_are_level():
+    judged = verdict.compare("a", [100, 101, 99, 100, 102], "b", [100.5, 101, 100, 99.5, 101], "SM cycles at 8^3")
+    assert judged.outcome == "level" and "level" in str(judged)
+
+
+def test_a_gap_beyond_the_spread_is_fewer_or_more():
+    fewer = verdict.compare("a", [100, 100.2, 99.8, 100.1], "b", [90, 90.1, 89.9, 90.2], "SM cycles at 8^3")
+    assert fewer.outcome == "fewer" and "10.0% fewer cycles" in str(fewer)
+    more = verdict.compare("a", [90, 90.1, 89.9], "b", [100, 100.2, 99.8], "time at 8^3")
+    assert more.outcome == "more" and "more time" in str(more)
+
+
+def test_the_spread_is_never_below_the_floor():
+    judged = verdict.compare("a", [100] * 5, "b", [100.4] * 5, "SM cycles at 8^3")
+    assert judged.spread == verdict.FLOOR and judged.outcome == "level"
+
+
+def test_paired_ratios_are_judged_against_their_own_spread():
+    assert verdict.compare_paired("a", "b", [0.99, 1.01, 1.0, 1.005], "time").outcome == "level"
+    assert verdict.compare_paired("a", "b", [0.90, 0.91, 0.905, 0.9], "time").outcome == "fewer"
+
+
+def test_one_measurement_has_no_spread():
+    with pytest.raises(ValueError, match="at least two"):
+        verdict.relative_spread([1.0])
+
+
+@pytest.fixture
+def recorded_only(monkeypatch):
+    """The chapters' comparisons as a machine without a GPU prints them: from the recorded runs."""
+    monkeypatch.setattr(chapter.target, "runnable", lambda: None)
+
+
+# The comparisons the chapters' text points to, and the outcome it reads them as.
+@pytest.mark.parametrize("a, b, size, outcome", [("05", "06", 8192, "level"), ("06", "07", 8192, "fewer"),
+                                                  ("06", "07", 4096, "fewer"), ("03", "04", 4096, "fewer")])
+def test_the_chapters_rung_comparisons_hold_on_the_recorded_runs(recorded_only, a, b, size, outcome, capsys):
+    (judged,) = chapter.compare_or_show(a, b, size)
+    assert judged.outcome == outcome, str(judged)
+    assert "RECORDED" in capsys.readouterr().out
+
+
+def test_chapter_04s_steps_pay_as_its_text_reads_them(capsys):
+    outcomes = [judged.outcome for judged in chapter.show_ablation()]
+    # steps 1-5 and 7 take cycles off; the fourth stage (step 6) does not
+    assert outcomes == ["fewer", "fewer", "fewer", "fewer", "fewer", "more", "fewer"]
+    out = capsys.readouterr().out
+    assert "RECORDED" in out and "04b + fragment buffers" in out
+
+
+def test_chapter_07s_l2_promotion_table_says_it_has_no_spread_to_judge_by(capsys):
+    assert chapter.show_l2_promotion() == []
+    assert "no spread" in capsys.readouterr().out
