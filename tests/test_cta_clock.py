@@ -80,8 +80,9 @@ def test_a_timed_launch_gives_cycles_and_a_clock_and_costs_no_time(rung_id):
         assert launch.sms == min(launch.ctas, cupy.cuda.Device().attributes["MultiProcessorCount"])
         # the busiest SM's cycles at the launch's clock cover at most the launch, and most of it
         assert 0.8 < launch.cycles / launch.ghz / launch.ns < 1.02  # the global timer ticks in tens of ns
+    # the CTAs' span lies inside the launch's events, which add the launch's own start and end
     median_ms = float(np.median(clocked.timed_ms))
-    assert float(np.median([c.ns for c in clocked.launches])) / 1e6 == pytest.approx(median_ms, rel=0.1)
+    assert 0.8 * median_ms < float(np.median([c.ns for c in clocked.launches])) / 1e6 <= 1.01 * median_ms
 
 
 @pytest.mark.gpu
