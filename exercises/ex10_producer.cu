@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(384, 1)
 k10_warp_specialized(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_b) { // B (K, N): boxes of (BK, 64), SWIZZLE_128B
+    const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int CONSUMERS = 2;                      // consumer warpgroups, one half of the tile each
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound

@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(128, 1)
 k09_wgmma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_b) { // B (K, N): boxes of (BK, 64), SWIZZLE_128B
+    const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = 128;                      // one warpgroup
     constexpr int FRAG_M = BM / 64;                   // m64 wgmma products per k16 step
     constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product

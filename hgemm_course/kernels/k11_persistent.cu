@@ -73,6 +73,7 @@ k11_persistent(const half* __restrict__ A, const half* __restrict__ B, half* __r
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_b,  // B (K, N): boxes of (BK, 64), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_c) { // C (M, N): boxes of (BM / CONSUMERS, 64), SWIZZLE_128B
+    const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
     constexpr int FRAG_M = BM / 64 / CONSUMERS;       // m64 wgmma products per k16 step, per consumer

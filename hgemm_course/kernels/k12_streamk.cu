@@ -117,6 +117,7 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
         float4* __restrict__ workspace,            // per CTA and consumer: (C_ROWS, BN) fp32 partial sums
         unsigned* __restrict__ flags,              // per CTA and consumer: the epoch once its partial sums are in
         int dp_tiles, unsigned epoch) {            // tiles that go out whole; this launch's flag value (never 0)
+    const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
     constexpr int FRAG_M = BM / 64 / CONSUMERS;       // m64 wgmma products per k16 step, per consumer
