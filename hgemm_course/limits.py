@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from . import device, harness, tensormap
+from . import device, harness, tensormap, verdict
 from .ladder import r07_tma
 from .ladder.nvrtc_kernel import MmaTiles
 from .target import current
@@ -142,18 +142,16 @@ def variants(base: MmaTiles = r07_tma.TILES) -> list[tuple[str, MmaTiles]]:
 
 
 def variant_timings(n: int = 8192, *, repeats: int = 30) -> list[dict]:
-    """Verify and time each of :func:`variants` at n^3 against cuBLAS in this process."""
+    """Verify each of :func:`variants` at n^3, then time it alternated launch by launch with cuBLAS
+    (``harness.time_paired``, input sets rotated past L2) and with its own timing build (its launches' SM cycles
+    and clock, ``harness.time_with_clock``), all in this process."""
     import cupy
 
     device.require_gpu("Timing the chapter-08 variants")
     a, b, seed = harness.random_inputs(n, n, n, xp=cupy)
     c = cupy.empty((n, n), dtype=cupy.float16)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-
-    def cublas(x, y, z):
-        cupy.matmul(x, y, out=z)
-
-    cublas_ms = [statistics.median(harness.time_launches(cublas, [(a, b, c)], warmup=5, repeats=repeats))]
+    sets = harness.input_sets(n, n, n, cupy.cuda.Device().attributes["L2CacheSize"])
     rows = []
     for label, tiles in variants():
         smem = r07_tma.smem_bytes(tiles)
@@ -176,14 +174,29 @@ def variant_timings(n: int = 8192, *, repeats: int = 30) -> list[dict]:
         if not check.passed:
             rows.append({**row, "failed": check.summary()})
             continue
-        ms = statistics.median(harness.time_launches(launch, [(a, b, c)], warmup=5, repeats=repeats))
-        cublas_ms.append(statistics.median(harness.time_launches(cublas, [(a, b, c)], warmup=1, repeats=repeats)))
-        rows.append({**row, "ms": ms, "tflops": harness.tflops(n, n, n, ms)})
-    cms = statistics.median(cublas_ms)
-    for row in rows:
-        if "ms" in row:
-            row.update(cublas_ms=cms, pct_cublas=100.0 * cms / row["ms"])
+        t = harness.time_paired(launch, harness.cublas, sets, warmup=5, repeats=repeats)
+        ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
+        row.update(ms=ms, tflops=harness.tflops(n, n, n, ms), cublas_ms=cms, pct_cublas=100.0 * cms / ms,
+                   pct_cublas_pairs=[100.0 * r / f for f, r in zip(t.fn_ms, t.reference_ms)])
+        clocked = harness.time_with_clock(launch, sets)
+        if clocked and clocked.launches:
+            row.update(launch_clocks=[launch_clock.as_dict() for launch_clock in clocked.launches],
+                       cycles=statistics.median(x.cycles for x in clocked.launches),
+                       clock_ghz=statistics.median(x.ghz for x in clocked.launches),
+                       timing_build_ratio=clocked.ratio)
+        rows.append(row)
     return rows
+
+
+def variant_verdicts(rows: list[dict]) -> list:
+    """Each timed variant's SM cycles against the default's, as verdicts; [] for runs recorded without cycles."""
+    base = next((r for r in rows if r["variant"] == "default" and r.get("launch_clocks")), None)
+    if base is None:
+        return []
+    cycles = [x["cycles"] for x in base["launch_clocks"]]
+    return [verdict.compare("the default", cycles, r["variant"], [x["cycles"] for x in r["launch_clocks"]],
+                            f"SM cycles at {base.get('n', '')}".rstrip())
+            for r in rows if r is not base and r.get("launch_clocks")]
 
 
 def run_all(*, n: int = 8192, folder=None):
@@ -204,11 +217,16 @@ def format_limits(data: dict) -> str:
     lines.append(f"  implied reservation per CTA (bytes, by CTAs/SM): {data['occupancy_cliff']['reserve_bound_bytes']}")
     lines.append(f"carveout 100 changes CTAs/SM: {data['carveout']['carveout_changes_anything']} {data['carveout']['changed']}")
     lines.append(f"BK=32 under SWIZZLE_128B refused: {data['bk32']['refused']}: {data['bk32']['launcher']}")
-    lines.append(f"{'variant':<10} {'smem':>7} {'regs':>5} {'CTA/SM':>6} {'TFLOP/s':>8} {'% cuBLAS':>9}  (n={data['size']})")
+    lines.append(f"{'variant':<10} {'smem':>7} {'regs':>5} {'CTA/SM':>6} {'TFLOP/s':>8} {'% cuBLAS':>9} {'Mcycles':>8} "
+                 f"{'GHz':>6}  (n={data['size']})")
     for r in data["variants"]:
         if "ms" in r:
+            clocked = (f" {r['cycles'] / 1e6:>8.3f} {r['clock_ghz']:>6.3f}" if r.get("cycles") else f" {'-':>8} {'-':>6}")
             lines.append(f"{r['variant']:<10} {r['smem_bytes']:>7} {r['registers']:>5} {r['ctas_per_sm']:>6} "
-                         f"{r['tflops']:>8.1f} {r['pct_cublas']:>8.1f}%")
+                         f"{r['tflops']:>8.1f} {r['pct_cublas']:>8.1f}%" + clocked)
         else:
             lines.append(f"{r['variant']:<10} {r['smem_bytes']:>7}  {r.get('skipped') or r.get('failed')}")
+    judged = variant_verdicts([{**r, "n": f"{data['size']}^3"} for r in data["variants"]])
+    lines += [str(v) for v in judged] or ["(this run recorded no cycles, so no verdicts: `hgemm-course limits` on a "
+                                          "GPU measures them)"]
     return "\n".join(lines)

@@ -184,7 +184,8 @@ def test_harness_verify_refuses_before_launching(fake_gpu):
 
 @pytest.fixture
 def gpu_parts(monkeypatch):
-    """bench's GPU work faked: inputs, settling, the clock reader and CuPy's memory pool."""
+    """bench's GPU work faked: inputs, settling, the clock reader, the timing build's run (no clocks logged)
+    and CuPy's memory pool."""
     import types
 
     import cupy
@@ -192,6 +193,7 @@ def gpu_parts(monkeypatch):
     monkeypatch.setattr(harness, "input_sets", lambda *a: [("a", "b", "c")])
     monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
     monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
+    monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
 
