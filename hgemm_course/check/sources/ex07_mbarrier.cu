@@ -45,6 +45,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 k07_tma(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
         const __grid_constant__ TensorMap tmap_b) { // B (K, N): boxes of (BK, 64), SWIZZLE_128B
+    const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int WARPS_N = BN / WN;
     constexpr int FRAG_M = WM / 16;                   // m16 fragments per warp
