@@ -69,6 +69,51 @@ BOUND_CONFIGS = tuple(BoundConfig(w, m, n, feed) for w, m, n in BOUND_SHAPES for
 NEEDS = ("ldmatrix", "mma.sync")      # the mma.sync bounds; the FMA kernel runs anywhere
 
 
+# The wgmma peak (kernels/wgmma_peak.cu, sm_90a only): (warpgroups per CTA, N of m64nNk16), one CTA per SM;
+# rungs 10-12 run two consumer warpgroups of m64n256, rung 09 one CTA of m64n128 per warpgroup.
+WGMMA_SOURCE = "wgmma_peak.cu"
+WGMMA_CONFIGS = ((2, 256), (1, 256), (2, 128))
+WGMMA_BK = 64                        # halves per k-slice of the peak loop (PEAK_BK in the kernel)
+WGMMA_PROBE_SLICES = 4096            # about 1 ms on an H200
+WGMMA_NEEDS = ("wgmma",)
+
+
+def wgmma_name(warpgroups: int, n: int) -> str:
+    return f"wgmma_peak<{warpgroups}, {n}>"
+
+
+def compile_wgmma_peak(t: target.Target | None = None) -> CompiledModule:
+    """kernels/wgmma_peak.cu for ``t`` (default: the current one), every WGMMA_CONFIGS instantiated; ValueError
+    with the refusal on a target without wgmma."""
+    t = t or target.current()
+    if (why := t.refusal("the wgmma peak", WGMMA_NEEDS)) is not None:
+        raise ValueError(why)
+    return compile_cuda(WGMMA_SOURCE, name_expressions=tuple(wgmma_name(*c) for c in WGMMA_CONFIGS),
+                        arch=t.build_arch(WGMMA_NEEDS))
+
+
+def measure_wgmma(warpgroups: int, n: int, module: CompiledModule, sm_count: int, *, target_ms: float = 10.0,
+                  repeats: int = 20) -> dict:
+    """One ``wgmma_peak`` record: TFLOP/s of one CTA per SM of ``warpgroups`` warpgroups issuing m64n{n}k16, the
+    clock it ran at, and its flops per SM cycle, which no clock moves."""
+    import cupy
+
+    fn = module.function(wgmma_name(warpgroups, n))
+    threads = 128 * warpgroups
+    out = cupy.empty(sm_count * threads, dtype=cupy.float32)
+    cycles = cupy.zeros(sm_count, dtype=cupy.int64)
+
+    def launch(k_slices):
+        fn((sm_count,), (threads,), (out, cycles, np.int32(k_slices)))
+
+    k_slices, ms = _timed_at_length(launch, WGMMA_PROBE_SLICES, target_ms=target_ms, repeats=repeats)
+    flops_per_cta = warpgroups * 2 * 64 * n * WGMMA_BK * k_slices
+    sm_cycles = float(np.median(cycles.get()))
+    return {"warpgroups": warpgroups, "n": n, "tflops": sm_count * flops_per_cta / (ms * 1e-3) / 1e12, "ms": ms,
+            "k_slices": k_slices, "clock_ghz": sm_cycles / (ms * 1e6), "flop_per_sm_cycle": flops_per_cta / sm_cycles,
+            "registers": module.resources_of(wgmma_name(warpgroups, n)).registers}
+
+
 def fma_ctas_per_sm(t: target.Target) -> int:
     """CTAs of FMA_THREADS that fill one SM of ``t`` with threads."""
     return max(1, t.threads_per_sm // FMA_THREADS)
@@ -135,6 +180,7 @@ def measure_bound(config: BoundConfig, module: CompiledModule, sm_count: int, *,
     return {"warps_per_sm": config.warps_per_sm, "warp_tile": [config.wm, config.wn], "feed": config.feed,
             "tflops": sm_count * config.flops_per_slice * k_slices / (ms * 1e-3) / 1e12, "ms": ms,
             "k_steps": k_slices * BK // 16, "clock_ghz": float(np.median(cycles.get())) / (ms * 1e6),
+            "flop_per_sm_cycle": config.flops_per_slice * k_slices / float(np.median(cycles.get())),
             "registers": module.resources_of(config.name_expression).registers}
 
 
@@ -150,7 +196,9 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
     gpu = device.require_gpu("Measuring the ceilings")
     here = target.current()
     module = compile_ceilings(here)              # refuses a GPU without mma.sync before anything runs
-    bar = tqdm(total=3 + len(BOUND_CONFIGS), desc="ceilings", unit="roof", disable=not progress)
+    wgmma = None if here.refusal("the wgmma peak", WGMMA_NEEDS) else compile_wgmma_peak(here)
+    bar = tqdm(total=3 + len(BOUND_CONFIGS) + (len(WGMMA_CONFIGS) if wgmma else 0), desc="ceilings", unit="roof",
+               disable=not progress)
     bar.set_postfix_str("copy bandwidth")
     src = cupy.random.random(copy_bytes // 4, dtype=cupy.float32)
     dst = cupy.empty_like(src)
@@ -173,7 +221,17 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
         bar.set_postfix_str(f"mma.sync {config.label}")
         bounds.append(measure_bound(config, module, gpu.sm_count, target_ms=target_ms, repeats=repeats))
         bar.update()
+    peaks = []
+    for warpgroups, n in WGMMA_CONFIGS if wgmma else ():
+        bar.set_postfix_str(f"wgmma {warpgroups} x m64n{n}")
+        peaks.append(measure_wgmma(warpgroups, n, wgmma, gpu.sm_count, target_ms=target_ms, repeats=repeats))
+        bar.update()
     bar.close()
+    wgmma_record = {}
+    if peaks:
+        best = max(peaks, key=lambda r: r["flop_per_sm_cycle"])
+        wgmma_record = {"wgmma_peak": peaks, "wgmma_tflops": best["tflops"],
+                        "wgmma_flop_per_sm_cycle": best["flop_per_sm_cycle"]}
     peak = max((r for r in bounds if r["feed"] == "registers"), key=lambda r: r["tflops"])
     datasheet = "H200" in gpu.name              # the figures below are the H200's; another GPU's are not quoted
     return {**fp32, "mma_sync_bound": bounds, "mma_sync_tflops": peak["tflops"],
@@ -185,7 +243,7 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
             "datasheet_bandwidth_gbs": DATASHEET_BANDWIDTH_GBS if datasheet else None,
             "datasheet_source": DATASHEET_SOURCE if datasheet else None,
             "copy_bytes": copy_bytes, "copy_ms": copy_ms, "bandwidth_gbs": 2 * copy_bytes / copy_ms / 1e6,
-            "repeats": repeats}
+            "repeats": repeats, **wgmma_record}
 
 
 def rung_bound(record: dict, shape: tuple[int, int, int] = RUNG_SHAPE) -> dict | None:
@@ -211,6 +269,10 @@ def roofs(record: dict) -> list[dict]:
         warps, (wm, wn) = record["mma_sync_peak"]["warps_per_sm"], record["mma_sync_peak"]["warp_tile"]
         out.append({"name": f"mma.sync register peak, {warps} warps of {wm}x{wn}", "tflops": record["mma_sync_tflops"],
                     "measured": True, "datasheet": fp16})
+    if "wgmma_tflops" in record:
+        best = max(record["wgmma_peak"], key=lambda r: r["flop_per_sm_cycle"])
+        out.append({"name": f"wgmma peak, {best['warpgroups']} warpgroups of m64n{best['n']}k16",
+                    "tflops": record["wgmma_tflops"], "measured": True, "datasheet": fp16})
     out.append({"name": "cuBLAS fp16", "tflops": record["cublas_tflops"], "measured": True, "datasheet": fp16})
     if fp16:
         out.append({"name": "datasheet dense fp16 tensor", "tflops": fp16, "measured": False, "datasheet": fp16})
@@ -236,4 +298,12 @@ def format_ceilings(record: dict) -> str:
             tile = f"{r['warp_tile'][0]}x{r['warp_tile'][1]}"
             lines.append(f"{r['warps_per_sm']:>24}  {tile:>9} {r['feed']:>10} {r['tflops']:8.1f} "
                          f"{m['model_tflops']:7.1f} {m['bound']:<16} {r['clock_ghz']:6.2f}GHz {r['registers']:>5}")
+    per_cycle = [(f"mma.sync, {r['warps_per_sm']} warps of {r['warp_tile'][0]}x{r['warp_tile'][1]}, {r['feed']}", r)
+                 for r in record.get("mma_sync_bound", ()) if "flop_per_sm_cycle" in r]
+    per_cycle += [(f"wgmma, {r['warpgroups']} warpgroups of m64n{r['n']}k16", r) for r in record.get("wgmma_peak", ())]
+    if per_cycle:
+        # mma.sync (HMMA) and wgmma (HGMMA) keep the tensor pipe "active" at different rates of work, so the
+        # instructions compare by the matrix work an SM does per cycle
+        lines += ["", f"{'flops per SM cycle, which the clock does not move':<52} {'flop/cycle':>10} {'SM clock':>9}"]
+        lines += [f"{label:<52} {r['flop_per_sm_cycle']:>10.0f} {r['clock_ghz']:7.2f}GHz" for label, r in per_cycle]
     return "\n".join(lines)

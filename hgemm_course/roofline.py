@@ -26,3 +26,15 @@ def recorded_ceilings(folder: Path | None = None) -> dict | None:
     path, data = runs[-1]
     return {**data["records"][0], "file": path.name, "gpu": data["provenance"]["gpu"],
             "date": data["provenance"]["date"]}
+
+
+def compute_roof(ceilings: dict) -> dict:
+    """The roofline's compute roof from a ceilings record: the highest measured peak of the tensor cores, a loop
+    that does nothing but multiply (the wgmma peak where it was measured, else the mma.sync register peak).
+    cuBLAS is a kernel, not a peak: rungs 11 and 12 beat it in cycles, so it is a reference on the roofline, not
+    its roof. A record with neither peak falls back to cuBLAS, and says so in ``name``."""
+    if ceilings.get("wgmma_tflops"):
+        return {"tflops": ceilings["wgmma_tflops"], "name": "wgmma peak"}
+    if ceilings.get("mma_sync_tflops"):
+        return {"tflops": ceilings["mma_sync_tflops"], "name": "mma.sync register peak (no wgmma peak recorded)"}
+    return {"tflops": ceilings["cublas_tflops"], "name": "cuBLAS (this record has no measured peak)"}

@@ -1,5 +1,6 @@
-"""The roofline of the measuring GPU: the ceiling chain (FP32 cores -> mma.sync -> cuBLAS -> datasheet), the
-memory roof, and the ladder on them."""
+"""The roofline of the measuring GPU: the ceiling chain (FP32 cores -> mma.sync -> wgmma peak, cuBLAS as a reference
+-> datasheet), the memory roof, and the ladder on them. The compute roof is the highest measured peak
+(``roofline.compute_roof``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,20 +16,21 @@ def roofline_data(*, ceilings=None, records=None):
     square run's (intensity, TFLOP/s)."""
     from ..ceilings import roofs
     from ..results import load_records
-    from ..roofline import gemm_floor, recorded_ceilings
+    from ..roofline import compute_roof, gemm_floor, recorded_ceilings
 
     ceilings = recorded_ceilings() if ceilings is None else ceilings
     if ceilings is None:
         raise ValueError("No recorded ceilings: run `hgemm-course ceilings` on a GPU first")
     records = load_records() if records is None else records
+    roof = compute_roof(ceilings)
     points = []
     for r in records:
-        f = gemm_floor(r["M"], r["N"], r["K"], peak_tflops=ceilings["cublas_tflops"],
+        f = gemm_floor(r["M"], r["N"], r["K"], peak_tflops=roof["tflops"],
                        bandwidth_gbs=ceilings["bandwidth_gbs"])
         points.append({"rung": r["rung"], "size": (r["M"], r["N"], r["K"]), "intensity": f["intensity"],
                        "tflops": r["tflops"]})
-    ridge = ceilings["cublas_tflops"] * 1e12 / (ceilings["bandwidth_gbs"] * 1e9)
-    return {"peak_tflops": ceilings["cublas_tflops"], "bandwidth_gbs": ceilings["bandwidth_gbs"],
+    ridge = roof["tflops"] * 1e12 / (ceilings["bandwidth_gbs"] * 1e9)
+    return {"peak_tflops": roof["tflops"], "peak_name": roof["name"], "bandwidth_gbs": ceilings["bandwidth_gbs"],
             "ridge": ridge, "roofs": roofs(ceilings), "points": points, "gpu": ceilings["gpu"],
             "date": ceilings["date"]}
 
@@ -44,10 +46,10 @@ def roofline_figure(*, ceilings=None, records=None) -> Figure:
     ax.loglog(x, np.minimum(top, memory), color="grey", lw=0.8,
               label=f"memory: {data['bandwidth_gbs']:.0f} GB/s copy bandwidth")
     for i, roof in enumerate(data["roofs"]):
-        cublas = roof["name"] == "cuBLAS fp16"
+        the_roof = roof["measured"] and roof["tflops"] == data["peak_tflops"]   # the compute roof, drawn heavy
         label = f"{roof['name']}: {roof['tflops']:.0f} TFLOP/s" + ("" if roof["measured"] else ", not measured")
-        ax.loglog(x, np.minimum(roof["tflops"], memory), color="black" if cublas else colormaps["Dark2"](i),
-                  lw=2 if cublas else 1.2, ls="-" if roof["measured"] else "--", label=label)
+        ax.loglog(x, np.minimum(roof["tflops"], memory), color="black" if the_roof else colormaps["Dark2"](i),
+                  lw=2 if the_roof else 1.2, ls="-" if roof["measured"] else "--", label=label)
     ax.axvline(data["ridge"], color="grey", ls=":", label=f"ridge {data['ridge']:.0f} flop/byte")
     for i, rung in enumerate(sorted({p["rung"] for p in data["points"]})):
         pts = [p for p in data["points"] if p["rung"] == rung]
