@@ -89,7 +89,8 @@ def test_the_configurations_asked_for_are_measured():
 
 
 BOUND = [{"warps_per_sm": c.warps_per_sm, "warp_tile": [c.wm, c.wn], "feed": c.feed, "tflops": 500.0 + i,
-          "ms": 10.0, "k_steps": 40000, "clock_ghz": 1.98, "registers": 168} for i, c in enumerate(BOUND_CONFIGS)]
+          "ms": 10.0, "k_steps": 40000, "clock_ghz": 1.98, "flop_per_sm_cycle": 2500.0 + i, "registers": 168}
+         for i, c in enumerate(BOUND_CONFIGS)]
 FULL = {"fp32_tflops": 66.0, "fp32_ms": 10.0, "fp32_iterations": 150000, "mma_sync_bound": BOUND,
         "mma_sync_tflops": 569.0, "mma_sync_peak": {"warps_per_sm": 16, "warp_tile": [64, 32]},
         "gemm_size": 8192, "cublas_ms": 1.5, "cublas_tflops": 723.5, "datasheet_fp16_tflops": 989.4,
@@ -116,9 +117,13 @@ def test_record_round_trip_and_roofline_data(tmp_path):
     assert {k: got[k] for k in FULL} == json.loads(json.dumps(FULL))
     data = viz.roofline_data(ceilings=got, records=[])
     assert [r["tflops"] for r in data["roofs"]] == [66.0, roofs(FULL)[1]["tflops"], 569.0, 723.5, 989.4]
-    assert data["peak_tflops"] == 723.5 and data["ridge"] == pytest.approx(723.5e12 / 4286e9)
+    # the compute roof is the highest measured peak (the mma.sync register peak here, no wgmma in FULL), not cuBLAS
+    assert data["peak_tflops"] == 569.0 and data["ridge"] == pytest.approx(569.0e12 / 4286e9)
+    with_wgmma = viz.roofline_data(ceilings={**got, "wgmma_tflops": 834.0, "wgmma_peak": [
+        {"warpgroups": 2, "n": 256, "tflops": 834.0, "flop_per_sm_cycle": 4096.0}]}, records=[])
+    assert with_wgmma["peak_tflops"] == 834.0 and "wgmma peak" in [r["name"][:10] for r in with_wgmma["roofs"]]
     old = viz.roofline_data(ceilings={**OLD, "gpu": "NVIDIA H200", "date": "2026-11-29"}, records=[])
-    assert [r["name"] for r in old["roofs"]] == ["cuBLAS fp16"]
+    assert [r["name"] for r in old["roofs"]] == ["cuBLAS fp16"] and old["peak_name"].startswith("cuBLAS (this record")
     viz.roofline_figure(ceilings=got, records=[])
 
 
@@ -160,3 +165,10 @@ def test_measured_chain_is_ordered_and_complete():
     for r in record["mma_sync_bound"]:
         assert 0 < r["tflops"] <= record["mma_sync_tflops"] * 1.05 and 0.5 < r["clock_ghz"] < 2.2, r
     assert record["fp32_tflops"] < record["mma_sync_tflops"] < ceilings.DATASHEET_FP16_TFLOPS
+    # an H200's SM does 4096 dense fp16 flops per cycle (989.4 TFLOP/s at 1.83 GHz on 132 SMs): the wgmma loop
+    # reaches it, the mma.sync loops do not
+    assert len(record["wgmma_peak"]) == len(ceilings.WGMMA_CONFIGS)
+    for r in record["wgmma_peak"]:
+        assert 0.95 * 4096 < r["flop_per_sm_cycle"] <= 1.001 * 4096 and 0.5 < r["clock_ghz"] < 2.2, r
+    assert all(r["flop_per_sm_cycle"] < 0.75 * 4096 for r in record["mma_sync_bound"])
+    assert record["mma_sync_tflops"] < record["wgmma_tflops"] < ceilings.DATASHEET_FP16_TFLOPS
