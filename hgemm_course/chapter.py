@@ -292,13 +292,27 @@ def model_vs_hardware(check: str) -> list[dict]:
     path, data = runs[-1]
     prov = data["provenance"]
     print(f"RECORDED on the {prov['gpu']} ({path.name}, measured {str(prov.get('measured_at', prov['date']))[:10]}):")
-    print(f"{'configuration':<26} {'quantity':<34} {'model':>12} {'ncu':>12}  verdict")
+    # one block per (configuration, quantity): the model's figure, then each ncu counter that measures it, named,
+    # with its verdict; a counter that also counts work the model leaves out says what (its note), not "disagree"
+    notes: dict[str, int] = {}
+    shown: set = set()
     for r in data["records"]:
-        verdict = "agree" if r["agree"] else "DISAGREE"
         if isinstance(r["model"], list):        # a ranking, not a number
+            verdict = "agree" if r["agree"] else "DISAGREE"
             print(f"{r['quantity']}: model {' > '.join(r['model'])}; ncu {' > '.join(r['hardware'])}: {verdict}")
             continue
-        print(f"{r['config']['name']:<26} {r['quantity'][:34]:<34} {r['model']:>12,.6g} {r['hardware']:>12,.6g}  {verdict}")
+        key = (r["config"]["name"], r["quantity"])
+        if key not in shown:
+            shown.add(key)
+            print(f"{r['config']['name']}, {r['quantity']}: model {r['model']:,.0f}")
+        if r["agree"] is None:
+            mark = notes.setdefault(r.get("note", "it counts more than the model does"), len(notes) + 1)
+            verdict = f"counts more [{mark}]"
+        else:
+            verdict = "agree" if r["agree"] else "DISAGREE"
+        print(f"    ncu {r['hardware']:>14,.0f}  {verdict:<15} {r.get('counter', '')}")
+    for note, mark in notes.items():
+        print(f"[{mark}] {note}")
     return data["records"]
 
 
