@@ -37,6 +37,10 @@ def occupancy_figure(*, threads=128, regs_per_thread=128) -> Figure:
     ax.set_yticks([1, 2, 4, 8, 16, 32], ["1", "2", "4", "8", "16", "32"])
     ax.grid(True, alpha=0.3)
     two = [last for last, n in data["cliffs"] if n == 2]
-    finding = f"past {two[0] / 1024:.0f} KB per CTA only one CTA fits an SM" if two else "shared memory sets the steps"
+    counts = set(data["ctas_per_sm"].tolist() if hasattr(data["ctas_per_sm"], "tolist") else data["ctas_per_sm"])
+    if len(counts) == 1:                   # another limit (registers, threads) binds before shared memory does
+        finding = f"{counts.pop()} CTA(s) per SM whatever the shared memory: registers or threads bind first"
+    else:
+        finding = f"past {two[0] / 1024:.0f} KB per CTA only one CTA fits an SM" if two else "shared memory sets the steps"
     fig.suptitle(f"{threads} threads x {regs_per_thread} registers on sm_90: {finding}")
     return fig
