@@ -58,3 +58,15 @@ def test_chapter_04s_steps_pay_as_its_text_reads_them(capsys):
 def test_chapter_07s_l2_promotion_table_says_it_has_no_spread_to_judge_by(capsys):
     assert chapter.show_l2_promotion() == []
     assert "no spread" in capsys.readouterr().out
+
+
+def test_chapter_08s_variants_read_as_its_text_reads_them():
+    """The newest recorded limits run: two CTAs per SM take fewer cycles than the default, 3 stages are level with
+    4, 2 stages and halving BN take more (chapter 08's text)."""
+    from hgemm_course import limits
+    from hgemm_course.results import load_runs
+
+    _, data = load_runs(kind="limits")[-1]
+    run = data["records"][0]
+    judged = {v.b: v.outcome for v in limits.variant_verdicts([{**r, "n": f"{run['size']}^3"} for r in run["variants"]])}
+    assert judged == {"BN halved": "more", "2 CTAs/SM": "fewer", "2 stages": "more", "3 stages": "level"}
