@@ -468,6 +468,14 @@ class ClockedTiming:
         """The timing build's median time over the plain build's: what the log costs (1.00: nothing)."""
         return statistics.median(self.timed_ms) / statistics.median(self.plain_ms)
 
+    def summary(self) -> dict:
+        """What a record keeps: each launch's clock (``launch_clocks``), their median ``cycles`` and ``clock_ghz``,
+        and ``timing_build_ratio``."""
+        return {"launch_clocks": [c.as_dict() for c in self.launches],
+                "cycles": statistics.median(c.cycles for c in self.launches) if self.launches else None,
+                "clock_ghz": statistics.median(c.ghz for c in self.launches) if self.launches else None,
+                "timing_build_ratio": self.ratio}
+
 
 def time_with_clock(launch, inputs, *, warmup: int = 5, repeats: int = MIN_REPEATS) -> ClockedTiming | None:
     """The plain build and the timing build of the kernel ``launch`` runs, alternated launch by launch
@@ -496,8 +504,6 @@ def time_with_clock(launch, inputs, *, warmup: int = 5, repeats: int = MIN_REPEA
 
 def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
-
-
 
 
 def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,

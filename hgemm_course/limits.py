@@ -180,22 +180,20 @@ def variant_timings(n: int = 8192, *, repeats: int = 30) -> list[dict]:
                    pct_cublas_pairs=[100.0 * r / f for f, r in zip(t.fn_ms, t.reference_ms)])
         clocked = harness.time_with_clock(launch, sets)
         if clocked and clocked.launches:
-            row.update(launch_clocks=[launch_clock.as_dict() for launch_clock in clocked.launches],
-                       cycles=statistics.median(x.cycles for x in clocked.launches),
-                       clock_ghz=statistics.median(x.ghz for x in clocked.launches),
-                       timing_build_ratio=clocked.ratio)
+            row.update(clocked.summary())
         rows.append(row)
     return rows
 
 
-def variant_verdicts(rows: list[dict]) -> list:
-    """Each timed variant's SM cycles against the default's, as verdicts; [] for runs recorded without cycles."""
+def variant_verdicts(rows: list[dict], size: int) -> list:
+    """Each timed variant's SM cycles at ``size``^3 against the default's, as verdicts; [] for runs recorded
+    without cycles."""
     base = next((r for r in rows if r["variant"] == "default" and r.get("launch_clocks")), None)
     if base is None:
         return []
     cycles = [x["cycles"] for x in base["launch_clocks"]]
     return [verdict.compare("the default", cycles, r["variant"], [x["cycles"] for x in r["launch_clocks"]],
-                            f"SM cycles at {base.get('n', '')}".rstrip())
+                            f"SM cycles at {size}^3")
             for r in rows if r is not base and r.get("launch_clocks")]
 
 
@@ -226,7 +224,7 @@ def format_limits(data: dict) -> str:
                          f"{r['tflops']:>8.1f} {r['pct_cublas']:>8.1f}%" + clocked)
         else:
             lines.append(f"{r['variant']:<10} {r['smem_bytes']:>7}  {r.get('skipped') or r.get('failed')}")
-    judged = variant_verdicts([{**r, "n": f"{data['size']}^3"} for r in data["variants"]])
+    judged = variant_verdicts(data["variants"], data["size"])
     lines += [str(v) for v in judged] or ["(this run recorded no cycles, so no verdicts: `hgemm-course limits` on a "
                                           "GPU measures them)"]
     return "\n".join(lines)

@@ -192,10 +192,7 @@ def main() -> int:
             row["timing"][n] = {
                 "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": harness.tflops(n, n, n, ms),
                 "pct_cublas_pairs": [100 * c / f for f, c in zip(vs_cublas.fn_ms, vs_cublas.reference_ms)],
-                "timing_build_ratio": clocked.ratio,
-                "cycles": statistics.median(c.cycles for c in clocked.launches),
-                "clock_ghz": statistics.median(c.ghz for c in clocked.launches),
-                "launch_clocks": [c.as_dict() for c in clocked.launches]}
+                **clocked.summary()}
         if args.ncu_size and row["verified"] and args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             row["ncu"] = {args.ncu_size: counters(v["label"], args.ncu_size, args.out)}

@@ -93,10 +93,7 @@ def main() -> int:
             ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             row["timing"][n] = {"ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms,
                                 "pct_cublas_pairs": [100 * c / f for f, c in zip(t.fn_ms, t.reference_ms)],
-                                "cycles": statistics.median(c.cycles for c in clocked.launches),
-                                "clock_ghz": statistics.median(c.ghz for c in clocked.launches),
-                                "timing_build_ratio": clocked.ratio,
-                                "launch_clocks": [c.as_dict() for c in clocked.launches]}
+                                **clocked.summary()}
         if args.ncu_size and args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             log = args.out / f"ncu_l2_promotion_{promotion}_{args.ncu_size}.csv"

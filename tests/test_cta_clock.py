@@ -93,3 +93,14 @@ def test_a_numba_rung_has_no_timing_build():
 
     sets = input_sets(256, 256, 256, cupy.cuda.Device().attributes["L2CacheSize"])
     assert time_with_clock(get("02").launch, sets) is None
+
+
+def test_a_clocked_timing_summarises_as_a_record_keeps_it():
+    from hgemm_course.harness import ClockedTiming
+
+    launches = [cta_clock.LaunchClock(cycles=c, ns=1000, ghz=g, sms=2, ctas=4) for c, g in ((100, 1.5), (300, 1.7),
+                                                                                              (200, 1.6))]
+    summary = ClockedTiming([1.0, 1.0], [1.01, 1.01], launches).summary()
+    assert summary["cycles"] == 200 and summary["clock_ghz"] == 1.6
+    assert summary["timing_build_ratio"] == pytest.approx(1.01)
+    assert summary["launch_clocks"][0] == {"cycles": 100, "ns": 1000, "ghz": 1.5, "sms": 2, "ctas": 4}

@@ -68,5 +68,5 @@ def test_chapter_08s_variants_read_as_its_text_reads_them():
 
     _, data = load_runs(kind="limits")[-1]
     run = data["records"][0]
-    judged = {v.b: v.outcome for v in limits.variant_verdicts([{**r, "n": f"{run['size']}^3"} for r in run["variants"]])}
+    judged = {v.b: v.outcome for v in limits.variant_verdicts(run["variants"], run["size"])}
     assert judged == {"BN halved": "more", "2 CTAs/SM": "fewer", "2 stages": "more", "3 stages": "level"}
