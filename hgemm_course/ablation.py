@@ -1,0 +1,102 @@
+"""Recorded ablations: a rung's changes made one at a time (research/ablate_03_to_04.py, research/ablate_hopper.py),
+each step verified, alternated launch by launch with cuBLAS and with its own timing build. A chapter shows a
+recorded run with :func:`show`: every step's SM cycles, clock and % of cuBLAS, and each step's cycles against the
+step it changes, as computed verdicts (verdict.py).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from . import verdict
+from .paths import results_dir
+
+HOPPER = Path("tuning") / "2026-12-02" / "ablate_hopper"     # under results/: one JSON per group
+# ncu counters a step may carry (research/ablate_03_to_04.py measures them on its 8192^3 launch)
+COUNTERS = (("tensor pipe %", "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active"),
+            ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+            ("long sb", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"))
+
+
+def load(path: Path | str) -> tuple[Path, dict, list[dict]]:
+    """(the file under results/, its provenance, its steps)."""
+    path = results_dir() / path
+    data = json.loads(path.read_text())
+    return path, data["provenance"], data["variants"]
+
+
+def _heading(path: Path, prov: dict) -> str:
+    return f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):"
+
+
+def _cycles(row: dict, n: str) -> list[int]:
+    return [c["cycles"] for c in row["timing"].get(n, {}).get("launch_clocks") or ()]
+
+
+def show(path: Path | str, against: dict[str, str | None] | None = None) -> list[verdict.Verdict]:
+    """The recorded steps of ``path`` as a table (SM cycles, clock and % of cuBLAS at each size; registers; the
+    ncu counters where the run took them; the kernel's refusal for a step it does not build), then each step's
+    cycles at the largest size against the step before it, or against ``against[label]`` where given (None: no
+    verdict, the step starts a new line). Returns the verdicts, in the table's order."""
+    path, prov, rows = load(path)
+    sizes = sorted({int(n) for row in rows for n in row["timing"]})
+    counters = [(name, metric) for name, metric in COUNTERS if any(metric in next(iter(r.get("ncu", {}).values()), {})
+                                                                   for r in rows)]
+    width = max(len(r["label"]) for r in rows) + 2
+    print(_heading(path, prov))
+    print(f"{'step':<{width}}{'regs':>5}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
+          + "".join(f"{name:>14}" for name, _ in counters))
+    for row in rows:
+        if "refused" in row:
+            print(f"{row['label']:<{width}}  refused: {row['refused']}")
+            continue
+        cells = "".join(f"{t['cycles'] / 1e6:>16.3f}{t['clock_ghz']:>6.3f}{t['pct_cublas']:>8.1f}"
+                        if (t := row["timing"].get(str(n))) else f"{'-':>30}" for n in sizes)
+        taken = next(iter(row.get("ncu", {}).values()), {})
+        print(f"{row['label']:<{width}}{row.get('registers', '-'):>5}{cells}" + "".join(
+            f"{taken[m]:>14.2f}" if taken.get(m) is not None else f"{'-':>14}" for _, m in counters))
+    n = str(sizes[-1])
+    timed = [r for r in rows if _cycles(r, n)]
+    by_label = {r["label"]: r for r in timed}
+    found = []
+    for before, after in zip(timed, timed[1:]):
+        base = before
+        if against and after["label"] in against:
+            if against[after["label"]] is None:         # a step that starts a new line of the table
+                continue
+            base = by_label[against[after["label"]]]
+        found.append(verdict.compare(base["label"], _cycles(base, n), after["label"], _cycles(after, n),
+                                     f"SM cycles at {n}^3"))
+    for judged in found:
+        print(judged)
+    return found
+
+
+def show_ring_waits(path: Path | str = HOPPER / "ablate_ring_depth.json") -> list[dict]:
+    """The ring's waits of each recorded step: the share of its cycles the producer spends waiting for a free
+    stage and the consumers for a full one, per warp, summed over one launch of an instrumented build."""
+    path, prov, rows = load(path)
+    waited = [r for r in rows if r.get("ring_waits")]
+    width = max(len(r["label"]) for r in waited) + 2
+    print(_heading(path, prov))
+    print(f"{'step':<{width}}{'size':>6}{'producer waits %':>18}{'consumers wait %':>18}")
+    for r in waited:
+        w = r["ring_waits"]
+        print(f"{r['label']:<{width}}{w['size']:>6}{w['producer_wait_pct']:>18.1f}{w['consumer_wait_pct']:>18.1f}")
+    return [{"label": r["label"], **r["ring_waits"]} for r in waited]
+
+
+def stalls_by_instruction(path: Path | str, reason: str = "stall_long_sb", top: int = 3) -> list[dict]:
+    """From ncu's source page (``ncu --import R --page source --csv --print-source sass``): the SASS
+    instructions with the most warp samples stalled for ``reason``, each with the instruction before it
+    (a stall is charged to the instruction that waits, often the branch after the barrier test it waits on)."""
+    path = results_dir() / path
+    rows = list(csv.reader(path.open()))
+    head, body = rows[1], rows[2:]
+    stalled, samples = head.index(reason), head.index("Warp Stall Sampling (All Samples)")
+    total = sum(int(r[samples]) for r in body)
+    ranked = sorted(range(len(body)), key=lambda i: -int(body[i][stalled]))[:top]
+    return [{"instruction": body[i][1].strip(), "after": body[i - 1][1].strip() if i else "",
+             "samples": int(body[i][stalled]), "share_of_all_samples": int(body[i][stalled]) / total}
+            for i in ranked]
