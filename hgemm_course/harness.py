@@ -193,7 +193,7 @@ class BenchRecord:
     # From the rung's timing build (cta_clock.py), alternated launch by launch with the plain build: each of
     # its last launches' clock as its CTAs logged it (cycles, ns, ghz, sms, ctas), and the timing build's
     # median ms over the plain build's in those pairs (1.00: the log costs no time). Empty / None where the
-    # rung has no timing build (rungs 01 and 02, a grid over cta_clock.CAPACITY).
+    # rung has no timing build (an NVRTC grid over cta_clock.CAPACITY) or bench ran without clocks.
     launch_clocks: list[dict] = field(default_factory=list)
     timing_build_ratio: float | None = None
 
@@ -479,8 +479,12 @@ class ClockedTiming:
 
 def time_with_clock(launch, inputs, *, warmup: int = 5, repeats: int = MIN_REPEATS) -> ClockedTiming | None:
     """The plain build and the timing build of the kernel ``launch`` runs, alternated launch by launch
-    (:func:`time_paired`), and the cycles and clock of the timing build's last launches. None where the launch
-    runs no NVRTC kernel (rungs 01 and 02 are Numba's) or its grid has more CTAs than the log holds."""
+    (:func:`time_paired`), and the cycles and clock of the timing build's last launches: an NVRTC rung's timing
+    build logs into its module, a Numba rung's (01, 02) into a :class:`cta_clock.NumbaLog` sized to its grid. None
+    on Numba's simulator, where ``launch`` runs none of the ladder's kernels (cuBLAS), or where an NVRTC kernel's
+    grid has more CTAs than its log holds."""
+    if device.cudasim_enabled():
+        return None
     from cupy.cuda import runtime
 
     from .ladder.nvrtc_kernel import loaded_module
@@ -489,14 +493,17 @@ def time_with_clock(launch, inputs, *, warmup: int = 5, repeats: int = MIN_REPEA
         with cta_clock.timing_builds():
             launch(*operands)
 
-    kernel = cta_clock.timing_build_launched(launch, inputs[0])
-    if kernel is None:
+    launched = cta_clock.timing_build_launched(launch, inputs[0])
+    if launched is None:
         return None
-    a, b, _ = inputs[0]
-    ctas = math.prod(kernel.grid(a.shape[0], b.shape[1]))
-    if ctas > cta_clock.CAPACITY:
-        return None
-    log = cta_clock.DeviceLog(loaded_module(kernel, runtime.getDevice()))
+    if isinstance(launched, cta_clock.NumbaLog):
+        log, ctas = launched, launched.ctas
+    else:
+        a, b, _ = inputs[0]
+        ctas = math.prod(launched.grid(a.shape[0], b.shape[1]))
+        if ctas > cta_clock.CAPACITY:
+            return None
+        log = cta_clock.DeviceLog(loaded_module(launched, runtime.getDevice()))
     log.zero()
     t = time_paired(launch, timed, inputs, warmup=warmup, repeats=repeats)
     return ClockedTiming(t.fn_ms, t.reference_ms, log.read(ctas))
@@ -518,7 +525,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     cannot run raises :class:`NotForThisGPU` before anything runs or, when a ``skipped`` list is given, goes
     there as (rung, :func:`why_not_here`'s line) and the others run.
 
-    With ``clocks`` (the default), each NVRTC rung is then timed against its own timing build
+    With ``clocks`` (the default), each rung is then timed against its own timing build
     (:func:`time_with_clock`): the record gets its launches' cycles and clock, and what the log cost.
     """
     import cupy

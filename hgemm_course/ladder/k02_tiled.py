@@ -15,8 +15,10 @@ THREADS_X, THREADS_Y = BN // TN, BM // TM     # 16 x 16 threads
 THREADS = THREADS_X * THREADS_Y
 
 
-@cuda.jit
-def tiled_gemm(a, b, c):
+# Copied into both kernels by Numba itself, so that they compile to PTX with no GPU present.
+@cuda.jit(device=True, inline="always")
+def tiled_gemm_body(a, b, c):
+    """What every thread of tiled_gemm runs, and of its timing build (hgemm_course.cta_clock.numba_timing_kernel)."""
     M, K = a.shape
     N = b.shape[1]
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -61,3 +63,8 @@ def tiled_gemm(a, b, c):
             r, cc = row0 + ty + i * THREADS_Y, col0 + tx + j * THREADS_X
             if r < M and cc < N:
                 c[r, cc] = float16(acc[i, j])
+
+
+@cuda.jit
+def tiled_gemm(a, b, c):
+    tiled_gemm_body(a, b, c)
