@@ -648,3 +648,246 @@ def show_l2_promotion(path: Path | str = L2_PROMOTION) -> list:
     for judged in found:
         print(judged)
     return found
+
+
+# ---------------------------------------------------------------- what changes from one rung to the next
+
+# Comments go before a kernel's code is read for its ring and grid: a comment may say what the code does not.
+_CPP_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_REFILL = re.compile(r"\bkt \+ STAGES - (\d+)")              # rungs 07, 09: one loop refills slice kt + STAGES - d
+_RELEASE = re.compile(r"\((?:kt|it) - (\d+)\) % STAGES")      # the consumers free slice kt - d while kt runs
+_TILE_WALK = re.compile(r"for \(int t = \w+; t < tiles; t \+= \w+\)")   # a persistent CTA's walk over the tiles
+_INCLUDE = re.compile(r'^#include "(\w+)\.cuh"', re.M)
+
+
+def _kernel_code(rung) -> str:
+    return _CPP_COMMENT.sub("", rung.kernel_path.read_text())
+
+
+def _prefetch(code: str) -> str:
+    """How many slices ahead of the one being computed the ring loads, as the kernel's code computes it: a kernel
+    whose one loop refills slice kt + STAGES - d loads d slices' worth less than the ring holds; a producer that
+    refills each stage as soon as the consumers free slice kt - d (while slice kt runs) loads STAGES - d ahead."""
+    m = _REFILL.search(code) or _RELEASE.search(code)
+    if m is None:
+        raise ValueError("the kernel's code names neither a refill of slice kt + STAGES - d nor a release of slice "
+                         "kt - d; rung_parameters cannot read its prefetch distance")
+    return f"STAGES - {m[1]}"
+
+
+def rung_parameters(rung_id: str) -> dict[str, str]:
+    """A wgmma- or mma.sync-rung's design parameters, as text, from the ladder's own definitions sized for the
+    recorded H200 (:data:`target.RECORDED`): its module's TILES, SUPER and extra facts, its default kernel (threads,
+    dynamic shared memory; compiled with NVRTC for the registers that, with them, set the CTAs per SM by
+    :func:`hgemm_course.sim.occupancy_report`) and its kernel source (the PTX snippet headers it includes, how far
+    ahead its ring loads, whether its CTAs walk the tiles, how C leaves). No GPU is needed."""
+    from .sim.occupancy import hardware_of, occupancy_report
+
+    rung = get(rung_id)
+    module = importlib.import_module(rung.launch.__module__)
+    tiles, extra, code = module.TILES, rung.extra, _kernel_code(rung)
+    t = target.RECORDED
+    with target.use(t):
+        kern = rung.instantiations(t)[0]
+        registers = kern.compile().resources_of(kern.name_expression).registers
+    occ = occupancy_report(kern.threads, registers, kern.smem_bytes, **hardware_of(t))
+    consumers = extra.get("consumers")
+    after = extra.get("registers_after_setmaxnreg")
+    if "wgmma" in rung.needs:
+        mma = f"wgmma m64n{tiles.bn}k16, issued by a warpgroup"
+    else:
+        mma = f"mma.sync m16n8k16, {tiles.wm}x{tiles.wn} of C per warp"
+    ahead = _prefetch(code)
+    cluster = extra.get("cluster_m", 1)
+    return {
+        "features used": ", ".join(rung.needs),
+        "PTX snippet headers": " ".join(h for h in _INCLUDE.findall(code) if h != "common"),
+        "MMA": mma,
+        "tile of C per CTA (BM x BN)": f"{tiles.bm}x{tiles.bn}",
+        "k-slice (BK)": str(tiles.bk),
+        "threads per CTA": f"{kern.threads} ({kern.threads // 32} warps)",
+        "warp roles": (f"1 producer + {consumers} consumer warpgroups" if consumers
+                       else "every warp computes; thread 0 also issues TMA"),
+        "registers after setmaxnreg": f"producer {after['producer']}, consumers {after['consumer']}" if after else "-",
+        "dynamic shared memory": f"{kern.smem_bytes // 1024} KiB",
+        "CTAs per SM": f"{occ['ctas_per_sm']} (limited by {', '.join(occ['limited_by']).replace('_', ' ')})",
+        "ring stages (STAGES)": str(tiles.stages),
+        "slices loaded ahead": f"{tiles.stages - int(ahead.rsplit(' ', 1)[1])} ({ahead})",
+        "super tile (SUPER_M x SUPER_N)": "x".join(map(str, module.SUPER)),
+        "grid": "persistent: each CTA walks tiles" if _TILE_WALK.search(code) else "one CTA per tile",
+        "cluster": f"{cluster} CTAs along M, B multicast" if cluster > 1 else "none",
+        "epilogue": ("stmatrix to shared memory, TMA store" if "tma_store_2d" in code
+                     else "st.global from registers"),
+    }
+
+
+def rung_changes(rung_a: str, rung_b: str) -> list[dict]:
+    """Print every design parameter (:func:`rung_parameters`) that differs from rung ``rung_a`` to rung ``rung_b``,
+    then the ones that stay; returns the changes, ``{"parameter", rung_a, rung_b}`` each, in table order."""
+    a, b = rung_parameters(rung_a), rung_parameters(rung_b)
+    changed = [{"parameter": p, rung_a: a[p], rung_b: b[p]} for p in a if a[p] != b[p]]
+    width = max(len(a[p]) for p in a) + 2
+    t = target.RECORDED
+    print(f"rung {rung_a} -> rung {rung_b}, sized for {t.arch} ({t.gpu}): {len(changed)} of {len(a)} parameters differ")
+    print(f"{'parameter':<32}{'rung ' + rung_a:<{width}}rung {rung_b}")
+    for row in changed:
+        print(f"{row['parameter']:<32}{row[rung_a]:<{width}}{row[rung_b]}")
+    print("the same in both: " + "; ".join(f"{p} {a[p]}" for p in a if a[p] == b[p]))
+    return changed
+
+
+# ---------------------------------------------------------------- the same rung across sizes
+
+FULL_WAVES = 0.9    # the fraction of SM-tile slots a size's tiles must fill for size_sweep to count its waves full
+
+
+def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict:
+    """The H800 post's test of wave quantization on the course's own records: is a rung's throughput flat across
+    sizes? Per rung, from its newest recorded runs that held the stream (HOLD_SINCE) at sizes^3: TFLOP/s, cuBLAS
+    timed alongside, % of cuBLAS, SM cycles and clock (where its timing build logged them), FLOP per SM cycle, and
+    how full its waves are: tiles of C against the SM-tile slots (SMs x CTAs per SM, :func:`rung_parameters`) of
+    the waves they take. Then, as verdicts (:func:`verdict.compare`), each size's SM cycles scaled to the largest
+    size's work against the largest size's, and one line on the sizes whose tiles fill at least FULL_WAVES of their
+    slots: flat where all of them are level with the largest. Returns ``{rung: {"rows", "verdicts", "flat"}}``."""
+    sms = target.RECORDED.sm_count
+    out = {}
+    for rung in rungs:
+        rows = {r["M"]: r for r in load_records(folder) if r["rung"] == rung and r["M"] == r["N"] == r["K"]
+                and r["M"] in sizes and str(r.get("date", "")) >= HOLD_SINCE}
+        if not rows:
+            print(f"No recorded run of rung {rung} at {', '.join(map(str, sizes))} that held the stream: "
+                  f"`hgemm-course bench {rung} --sizes {' '.join(map(str, sizes))}` on a GPU records one.")
+            continue
+        params = rung_parameters(rung)
+        bm, bn = map(int, params["tile of C per CTA (BM x BN)"].split("x"))
+        slots = sms * int(params["CTAs per SM"].split()[0])
+        files = sorted({r["file"] for r in rows.values()})
+        print(f"RECORDED on the {next(iter(rows.values()))['gpu']} ({', '.join(files)}): rung {rung}, "
+              f"{bm}x{bn} tiles, {slots} SM-tile slots ({sms} SMs x {slots // sms})")
+        print(f"{'size':>6}{'TFLOP/s':>9}{'cuBLAS':>8}{'% cuBLAS':>10}{'Mcycles':>9}{'GHz':>7}{'FLOP/SM-cycle':>15}"
+              f"{'tiles':>7}{'waves':>7}{'slots used':>12}")
+        shown = []
+        for n in sorted(rows):
+            r = rows[n]
+            tiles = -(-n // bm) * -(-n // bn)
+            waves = -(-tiles // slots)
+            used = tiles / (waves * slots)
+            row = {"size": n, "tflops": r["tflops"], "cublas_tflops": r["cublas_tflops"], "pct_cublas": r["pct_cublas"],
+                   "cycles": r.get("cycles"), "clock_ghz": r.get("clock_ghz"), "tiles": tiles, "waves": waves,
+                   "slots_used": used, "launch_cycles": verdict.cycles_of(r), "file": r["file"]}
+            per_cycle = 2 * n**3 / (row["cycles"] * sms) if row["cycles"] else None
+            row["flop_per_sm_cycle"] = per_cycle
+            shown.append(row)
+            clocked = (f"{row['cycles'] / 1e6:>9.3f}{row['clock_ghz']:>7.3f}{per_cycle:>15,.0f}" if row["cycles"]
+                       else f"{'-':>9}{'-':>7}{'-':>15}")
+            print(f"{n:>6}{r['tflops']:>9.1f}{r['cublas_tflops']:>8.1f}{r['pct_cublas']:>9.1f}%{clocked}"
+                  f"{tiles:>7}{waves:>7}{used:>12.1%}")
+        largest = shown[-1]
+        judged = []                           # (verdict, row): each size against the largest
+        for row in shown[:-1]:
+            if row["launch_cycles"] and largest["launch_cycles"]:
+                scale = (largest["size"] / row["size"]) ** 3
+                judged.append((verdict.compare(f"{largest['size']}^3", largest["launch_cycles"], f"{row['size']}^3",
+                                               [c * scale for c in row["launch_cycles"]],
+                                               f"SM cycles per {largest['size']}^3 of work, rung {rung}"), row))
+        found = [v for v, _ in judged]
+        for v in found:
+            print(v)
+        full = [v for v, row in judged if row["slots_used"] >= FULL_WAVES]
+        flat = None
+        if full:
+            flat = all(v.outcome == "level" for v in full)
+            apart = [v.b for v in full if v.outcome != "level"]
+            said = ("flat: each is level with" if flat else
+                    f"not flat: {', '.join(apart)} {'differs' if len(apart) == 1 else 'differ'} beyond the spread from")
+            print(f"rung {rung} at the sizes whose tiles fill at least {FULL_WAVES:.0%} of their SM-tile slots "
+                  f"({', '.join(v.b for v in full)}, against {largest['size']}^3): {said} {largest['size']}^3 in SM "
+                  "cycles per unit of work")
+        out[rung] = {"rows": shown, "verdicts": found, "flat": flat}
+    return out
+
+
+# ---------------------------------------------------------------- two configurations of one tuning sweep
+
+def tune_verdicts(rung: str, label_a: str, label_b: str, *, path=None, folder=None) -> list:
+    """Verdicts on two configurations of a recorded ``hgemm-course tune`` run (the newest of ``rung``, or the file
+    ``path``), one per shape both were timed at. Where the run alternated each configuration launch by launch with
+    cuBLAS, each launch's time over its paired cuBLAS launch's is what is compared, so that the clock drift they
+    shared cancels; otherwise each launch's time. Printed and returned."""
+    from .results import load_runs
+
+    if path is None:
+        runs = [(p, d) for p, d in load_runs(folder, kind="tune") if d["provenance"].get("rung") == rung]
+        if not runs:
+            print(f"No recorded tune run of rung {rung}: `hgemm-course tune {rung}` on a GPU records one.")
+            return []
+        path, data = runs[-1]
+    else:
+        path = Path(path)
+        data = json.loads(path.read_text())
+    by = {(r["label"], r["M"], r["N"], r["K"]): r for r in data["records"]}
+    print(f"RECORDED on the {data['provenance']['gpu']} ({path.name}, {data['provenance']['date'][:10]}): "
+          f"{label_b} against {label_a}")
+    found = []
+    for (label, M, N, K), ra in by.items():
+        rb = by.get((label_b, M, N, K))
+        if label != label_a or rb is None:
+            continue
+        paired = ra.get("paired") and rb.get("paired")
+        if paired:
+            va = [x / y for x, y in zip(ra["samples_ms"], ra["cublas_samples_ms"])]
+            vb = [x / y for x, y in zip(rb["samples_ms"], rb["cublas_samples_ms"])]
+            what = f"time over the paired cuBLAS launch's at {M}x{N}x{K}"
+        else:
+            va, vb = ra["samples_ms"], rb["samples_ms"]
+            what = f"time at {M}x{N}x{K}, each configuration in its own turn"
+        found.append(verdict.compare(label_a, va, label_b, vb, what))
+    for judged in found:
+        print(judged)
+    return found
+
+
+STALLS_SHOWN = ("long_scoreboard", "barrier", "wait", "gmma", "mio_throttle", "short_scoreboard")
+
+
+def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, folder=None) -> list[dict]:
+    """The newest recorded profile (``hgemm-course profile``) of each rung at size^3, side by side: SM cycles and
+    clock, tensor pipe and issue slots, warps per SM, DRAM read, L2 hit rate, and the share of stalled warps on
+    each reason in ``stalls`` (of all reasons but ``selected``, :func:`hgemm_course.profile.top_stalls`). With two
+    or more rungs, each one's SM cycles against the first's: one profiled launch each, so a reading without a
+    spread (:func:`compare_or_show` gives the verdict). Returns the profiles shown."""
+    from . import profile
+
+    records = []
+    for rung in rungs:
+        record = profile.recorded_profile(rung, M=size, folder=folder)
+        if record is None:
+            print(f"No recorded profile of rung {rung} at {size}^3 yet: `hgemm-course profile {rung} --size {size}` "
+                  "on a GPU records one.")
+        else:
+            records.append(record)
+    if not records:
+        return []
+    print(f"RECORDED profiles on the {records[0]['gpu']} at {size}^3, one launch each (ncu --clock-control none):")
+    for r in records:
+        print(f"  rung {r['rung']}: {r['file']} ({r['date'][:10]}), {r['kernel'].removeprefix('void ').split('(')[0]}")
+    shares = [{s["reason"]: s["share_pct"] for s in profile.top_stalls(r["stalls"], n=len(r["stalls"]))}
+              for r in records]
+    rows = [("SM cycles", lambda r, _: f"{r['cycles']:,.0f}"),
+            ("SM clock (MHz)", lambda r, _: f"{r['sm_clock_mhz']:,.0f}"),
+            ("tensor pipe active (% of active cycles)", lambda r, _: f"{r['tensor_pipe_active_pct']:.1f}"),
+            ("issue slots busy (%)", lambda r, _: f"{r['issue_active_pct']:.1f}"),
+            ("warps per SM (achieved)", lambda r, _: f"{r['warps_per_sm']:.1f}"),
+            ("DRAM read (MB)", lambda r, _: f"{r['dram_read_bytes'] / 1e6:,.0f}"),
+            ("L2 hit rate (%)", lambda r, _: f"{r['l2_hit_pct']:.1f}")]
+    rows += [(f"stalled warps on {reason} (%)", lambda r, s, reason=reason: f"{s.get(reason, 0.0):.1f}")
+             for reason in stalls]
+    print(f"{'':<42}" + "".join(f"{'rung ' + r['rung']:>12}" for r in records))
+    for label, cell in rows:
+        print(f"{label:<42}" + "".join(f"{cell(r, s):>12}" for r, s in zip(records, shares)))
+    first = records[0]
+    for r in records[1:]:
+        change = r["cycles"] / first["cycles"] - 1
+        print(f"rung {r['rung']} takes {abs(change):.1%} {'fewer' if change < 0 else 'more'} SM cycles than rung "
+              f"{first['rung']} in these profiles (one launch each: a reading, without a spread)")
+    return records

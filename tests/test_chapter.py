@@ -193,3 +193,88 @@ def test_place_on_ceilings_prints_the_recorded_profile(tmp_path, capsys, monkeyp
     fake.cycle_ratios = lambda M, folder: []
     assert chapter.place_on_ceilings("05", folder=_ceilings_folder(tmp_path))["cycles"] is None
     assert "`hgemm-course profile cublas --size 8192` on a GPU records one" in capsys.readouterr().out
+
+
+def _bench_with_cycles(folder, cycles_at: dict, rung="10", date="2026-12-02T10:00:00+00:00"):
+    """A bench run held on the stream (after HOLD_SINCE) with the timing build's launches: size -> median cycles,
+    four launches each within 0.5% of it."""
+    records = [{"rung": rung, "M": n, "N": n, "K": n, "tflops": 600.0, "cublas_tflops": 700.0, "pct_cublas": 85.7,
+                "cycles": c, "clock_ghz": 1.5, "launch_clocks": [{"cycles": c * f} for f in (0.995, 1.0, 1.002, 1.005)]}
+               for n, c in cycles_at.items()]
+    _write_run(folder, "bench", date, records)
+
+
+def test_size_sweep_is_flat_where_the_cycles_per_unit_of_work_are_level(tmp_path, capsys):
+    # 1024^3 fills a quarter of one wave of 128x256 tiles: its cycles do not count towards the verdict line
+    _bench_with_cycles(tmp_path, {1024: 400_000.0, 2048: 2.0e6 / 64, 4096: 2.0e6 / 8, 8192: 2.0e6})
+    found = chapter.size_sweep("10", folder=tmp_path)["10"]
+    out = capsys.readouterr().out
+    assert [r["size"] for r in found["rows"]] == [1024, 2048, 4096, 8192]
+    assert [r["tiles"] for r in found["rows"]] == [32, 128, 512, 2048] and found["rows"][-1]["waves"] == 16
+    assert found["rows"][0]["slots_used"] == pytest.approx(32 / 132)
+    assert found["rows"][-1]["flop_per_sm_cycle"] == pytest.approx(2 * 8192**3 / (2.0e6 * 132))
+    assert [v.outcome for v in found["verdicts"]] == ["more", "level", "level"] and found["flat"] is True
+    assert out.startswith("RECORDED on the NVIDIA H200 (bench_nvidia-h200_20261202T100000.json): rung 10, 128x256 tiles")
+    assert out.rstrip().endswith("(2048^3, 4096^3, against 8192^3): flat: each is level with 8192^3 in SM cycles per "
+                                 "unit of work")
+
+
+def test_size_sweep_is_not_flat_where_a_full_size_takes_more(tmp_path, capsys):
+    _bench_with_cycles(tmp_path, {2048: 1.3 * 2.0e6 / 64, 4096: 2.0e6 / 8, 8192: 2.0e6})
+    found = chapter.size_sweep("10", folder=tmp_path)["10"]
+    assert found["flat"] is False and [v.outcome for v in found["verdicts"]] == ["more", "level"]
+    assert "not flat: 2048^3 differs beyond the spread from 8192^3" in capsys.readouterr().out
+
+
+def test_size_sweep_skips_runs_from_before_the_stream_hold(tmp_path, capsys):
+    _bench_with_cycles(tmp_path, {2048: 1.0, 8192: 2.0}, date="2026-11-30T10:00:00+00:00")
+    assert chapter.size_sweep("10", folder=tmp_path) == {}
+    assert "No recorded run of rung 10 at 1024, 2048, 4096, 8192 that held the stream" in capsys.readouterr().out
+
+
+def test_size_sweep_of_the_recorded_rungs(capsys):
+    found = chapter.size_sweep("10", "11")
+    assert set(found) == {"10", "11"}
+    for rung in found.values():
+        assert [r["size"] for r in rung["rows"]] == [1024, 2048, 4096, 8192]
+        assert all(r["cycles"] for r in rung["rows"]) and isinstance(rung["flat"], bool)
+    assert capsys.readouterr().out.count("SM cycles per 8192^3 of work") == 6
+
+
+def _tune_samples(folder, paired: bool):
+    """A tune run of two configurations at 4096^3: B's launches take 0.9 of A's, cuBLAS's the same in both."""
+    import json
+    records = []
+    for label, scale in (("A", 1.0), ("B", 0.9)):
+        records.append({"rung": "11", "M": 4096, "N": 4096, "K": 4096, "pct_cublas": 100.0 / scale, "label": label,
+                        "samples_ms": [scale * x for x in (1.00, 1.01, 0.99, 1.0)],
+                        "cublas_samples_ms": [1.0, 1.01, 0.99, 1.0], "paired": paired})
+    prov = {"date": "2026-12-02T10:00:00+00:00", "gpu": "NVIDIA H200", "rung": "11"}
+    path = folder / "tune_nvidia-h200_20261202T100000_abcdef.json"
+    path.write_text(json.dumps({"provenance": prov, "records": records}))
+    return path
+
+
+@pytest.mark.parametrize("paired, what", [(True, "time over the paired cuBLAS launch's at 4096x4096x4096"),
+                                          (False, "time at 4096x4096x4096, each configuration in its own turn")])
+def test_tune_verdicts_compare_two_configurations_of_one_run(tmp_path, capsys, paired, what):
+    path = _tune_samples(tmp_path, paired)
+    (judged,) = chapter.tune_verdicts("11", "A", "B", path=path)
+    assert judged.what == what and judged.outcome == "fewer" and judged.ratio == pytest.approx(0.9, abs=0.01)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"RECORDED on the NVIDIA H200 ({path.name}, 2026-12-02): B against A"
+    assert out[1].startswith(f"{what}: B takes 10.0% less time than A, beyond the spread")
+    assert chapter.tune_verdicts("11", "A", "B", folder=tmp_path)[0].what == what     # the newest run of rung 11
+    assert chapter.tune_verdicts("11", "A", "C", path=path) == []
+
+
+def test_profiles_side_by_side_reads_the_newest_profiles(capsys):
+    records = chapter.profiles_side_by_side("09", "10")
+    out = capsys.readouterr().out
+    assert [r["rung"] for r in records] == ["09", "10"]
+    assert out.startswith("RECORDED profiles on the NVIDIA H200 at 8192^3, one launch each")
+    change = records[1]["cycles"] / records[0]["cycles"] - 1
+    assert f"rung 10 takes {abs(change):.1%} {'fewer' if change < 0 else 'more'} SM cycles than rung 09" in out
+    assert "stalled warps on long_scoreboard (%)" in out and "stalled warps on gmma (%)" in out
+    assert chapter.profiles_side_by_side("10", size=1000) == []
+    assert "No recorded profile of rung 10 at 1000^3 yet" in capsys.readouterr().out
