@@ -100,3 +100,15 @@ def stalls_by_instruction(path: Path | str, reason: str = "stall_long_sb", top: 
     return [{"instruction": body[i][1].strip(), "after": body[i - 1][1].strip() if i else "",
              "samples": int(body[i][stalled]), "share_of_all_samples": int(body[i][stalled]) / total}
             for i in ranked]
+
+
+def compare_steps(a: tuple[Path | str, str], b: tuple[Path | str, str], size: int = 8192) -> verdict.Verdict:
+    """Step ``a`` = (file, label) against step ``b`` of another recorded ablation of the same session, by their
+    launches' SM cycles at ``size``^3; printed and returned."""
+    (_, _, rows_a), (_, _, rows_b) = load(a[0]), load(b[0])
+    step_a = next(r for r in rows_a if r["label"] == a[1])
+    step_b = next(r for r in rows_b if r["label"] == b[1])
+    judged = verdict.compare(a[1], _cycles(step_a, str(size)), b[1], _cycles(step_b, str(size)),
+                             f"SM cycles at {size}^3")
+    print(judged)
+    return judged

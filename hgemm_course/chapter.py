@@ -577,43 +577,18 @@ def compare_or_show(rung_a: str, rung_b: str, size: int, *, repeats: int = 30) -
 
 
 ABLATION_03_TO_04 = Path("tuning") / "2026-12-02" / "ablate_03_to_04.json"   # under results/
-_COUNTERS = (("tensor pipe %", "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active"),
-             ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active"),
-             ("long sb", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"))
 
 
-def show_ablation(path: Path | str = ABLATION_03_TO_04) -> list:
-    """A recorded ablation (research/ablate_03_to_04.py): per step, its SM cycles and clock at each size, the
-    change in cycles from the step before as a verdict, its % of cuBLAS, and the ncu counters of its 8192^3
-    launch (tensor pipe active, issue slots used, warps stalled on long scoreboard per issued instruction).
-    Returns the verdicts, step by step."""
-    path = results_dir() / path
-    data = json.loads(path.read_text())
-    prov = data["provenance"]
-    rows = data["variants"]
-    sizes = sorted({int(n) for row in rows for n in row["timing"]})
-    print(f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):")
-    head = f"{'step':<26}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
-    print(head + "".join(f"{name:>14}" for name, _ in _COUNTERS))
-    for row in rows:
-        cells = "".join(f"{t['cycles'] / 1e6:>16.3f}{t['clock_ghz']:>6.3f}{t['pct_cublas']:>8.1f}"
-                        if (t := row["timing"].get(str(n))) else f"{'-':>30}" for n in sizes)
-        counters = next(iter(row.get("ncu", {}).values()), {})
-        print(f"{row['label']:<26}{cells}" + "".join(
-            f"{counters[m]:>14.2f}" if counters.get(m) is not None else f"{'-':>14}" for _, m in _COUNTERS))
-    found = []
-    n = str(sizes[-1])
-    for before, after in zip(rows, rows[1:]):
-        if n in before["timing"] and n in after["timing"]:
-            found.append(verdict.compare(before["label"], [c["cycles"] for c in before["timing"][n]["launch_clocks"]],
-                                         after["label"], [c["cycles"] for c in after["timing"][n]["launch_clocks"]],
-                                         f"SM cycles at {n}^3"))
-    for judged in found:
-        print(judged)
-    return found
+def show_ablation(path: Path | str = ABLATION_03_TO_04, against: dict[str, str | None] | None = None) -> list:
+    """A recorded ablation (research/ablate_03_to_04.py, research/ablate_hopper.py): per step, its SM cycles and
+    clock at each size, its % of cuBLAS and the ncu counters the run took, then each step's cycles against the
+    step before (or ``against``'s) as verdicts (:func:`hgemm_course.ablation.show`). Returns the verdicts."""
+    from . import ablation
+
+    return ablation.show(path, against)
 
 
-L2_PROMOTION = Path("tuning") / "2026-12-02" / "ablate_l2_promotion.json"   # under results/
+L2_PROMOTION = Path("tuning") / "2026-12-02" / "l2_promotion" / "ablate_l2_promotion.json"   # under results/
 
 
 def show_l2_promotion(path: Path | str = L2_PROMOTION) -> list:

@@ -55,8 +55,16 @@ def test_chapter_04s_steps_pay_as_its_text_reads_them(capsys):
     assert "RECORDED" in out and "04b + fragment buffers" in out
 
 
-def test_chapter_07s_l2_promotion_table_says_it_has_no_spread_to_judge_by(capsys):
-    assert chapter.show_l2_promotion() == []
+def test_chapter_07s_l2_promotion_gains_well_under_the_rtx_5080_posts_2_percent(capsys):
+    judged = {v.b: v for v in chapter.show_l2_promotion()}
+    assert set(judged) == {"256 B promotion", "128 B promotion"}
+    assert all(abs(v.ratio - 1) < 0.015 for v in judged.values())
+    assert judged["128 B promotion"].outcome == "level"
+    assert "RECORDED" in capsys.readouterr().out
+
+
+def test_the_old_l2_promotion_run_says_it_has_no_spread_to_judge_by(capsys):
+    assert chapter.show_l2_promotion("tuning/2026-12-02/ablate_l2_promotion.json") == []
     assert "no spread" in capsys.readouterr().out
 
 
