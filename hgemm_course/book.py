@@ -7,6 +7,7 @@ tree it reads, into a temporary folder, so nothing generated is ever committed:
 - ``index.md``: the landing page, README's introduction and its two commands, with the ladder figure;
 - ``NN_topic.ipynb``: every chapter, found by glob (``chapters/NN_*.ipynb``), each with a box linking
   its rung's kernel source, the diff from the previous rung and its exercise;
+- ``AN_topic.ipynb``: every appendix, found by glob (``chapters/A[0-9]_*.ipynb``), after the chapters;
 - ``exercises/exNN_*.md``: each exercise of :data:`hgemm_course.check.ALL_EXERCISES`, the problem and
   the ``hgemm-course check`` command, its file as ``hgemm_course.check.generate`` writes it from the course's
   source: the working copy in exercises/, which a learner may have solved in place, and solutions/ are never read;
@@ -94,6 +95,11 @@ def chapters(root: Path) -> list[Path]:
     return sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
 
+def appendices(root: Path) -> list[Path]:
+    """The appendix notebooks, read after the chapters: ``chapters/AN_topic.ipynb`` (A1 the plan behind gemm())."""
+    return sorted((root / "chapters").glob("A[0-9]_*.ipynb"))
+
+
 @dataclass(frozen=True)
 class ExerciseFile:
     """An exercise's file as the learner starts from it: generated from hgemm_course/check/sources/."""
@@ -160,7 +166,7 @@ def kernel_files() -> list[KernelFile]:
 def pages(root: Path) -> list[str]:
     """Every page of the site, as Sphinx names them (the HTML file without ``.html``), in reading order."""
     rungs = list(registry().values())
-    return (["index"] + [path.stem for path in chapters(root)]
+    return (["index"] + [path.stem for path in chapters(root) + appendices(root)]
             + ["exercises/index"] + [f"exercises/{name}" for name in exercises()]
             + ["kernels/index"] + [k.page for k in kernel_files()]
             + [diff_page(previous_rung(r), r) for r in rungs if r.kernel_path and diffable(previous_rung(r), r)]
@@ -249,6 +255,7 @@ def landing_page(root: Path, chapter_paths: list[Path]) -> str:
     """The landing page: README's introduction and two commands, the ladder figure, how to run the chapters."""
     intro, commands = readme_sections((root / "README.md").read_text())
     chapter_list = "\n".join(path.stem for path in chapter_paths)
+    appendix_list = "\n".join(path.stem for path in appendices(root))
     figure = figure_block(LADDER, "The ladder on the H200: each rung's median time against cuBLAS's, timed in pairs, "
                                   "at every recorded size. Every recorded run, with its provenance, is on the "
                                   "[results page](results.md).")
@@ -279,6 +286,13 @@ since the rung before, and its exercise, which `hgemm-course check` checks.
 :maxdepth: 1
 
 {chapter_list}
+```
+
+```{{toctree}}
+:caption: Appendices
+:maxdepth: 1
+
+{appendix_list}
 ```
 
 ```{{toctree}}
@@ -474,16 +488,18 @@ writes both from the same records): TFLOP/s, and the percentage of cuBLAS timed 
 
 def sweep_section() -> str:
     """Rungs 11 and 12 and gemm()'s plan over the course's sweep of shapes: the figure and the numbers behind it."""
+    from .plan import plan
+    from .plan_tables import UNITS, launch_text
     from .viz import shape_sweep_data
 
     data = shape_sweep_data()
     latest = data["latest_plan"]
-    header = "| shape | rung 11 | rung 12 | the plan picks | gemm() |" + (" gemm(), latest run |" if latest else "")
+    header = "| shape | rung 11 | rung 12 | the plan runs | gemm() |" + (" gemm(), latest run |" if latest else "")
     rows = [header, "|---" * (6 if latest else 5) + "|"]
     for i, shape in enumerate(data["shapes"]):
         planned = percent(data["planned_pct"][i]) + ("" if data["plan_measured"][i] else " (its rung's own launch)")
         cells = [shape_name(shape), percent(data["pct"]["11"][i]), percent(data["pct"]["12"][i]),
-                 f"rung {data['planned'][i]}", planned] + ([percent(latest["pct"][i])] if latest else [])
+                 f"`{launch_text(plan(*shape, units=UNITS))}`", planned] + ([percent(latest["pct"][i])] if latest else [])
         rows.append("| " + " | ".join(cells) + " |")
     summary = (f"Over the non-square shapes, gemm() read a geometric mean of {percent(data['geomean_planned'])} of "
                f"cuBLAS, lowest {percent(data['min_planned'])}, in `results/{data['file']}`")
@@ -494,8 +510,9 @@ def sweep_section() -> str:
                                        "the latest run.")
     return f"""## Beyond the squares: the plan per shape
 
-`gemm()` runs rung 11 or rung 12, chosen per shape by a model of the waves (chapter 12, and
-[the method page](method.md)). The sweep times both rungs on the same shapes, in one run, and
+`gemm()` runs rung 11 or rung 12, chosen per shape by a model of the waves (appendix
+[A1](A1_plan.ipynb), and [the method page](method.md)); "the plan runs" is that choice, its rung and launch
+arguments, as this code's plan gives it. The sweep times both rungs on the same shapes, in one run, and
 `hgemm-course bench plan` times what `gemm()` launches; each figure is a percentage of cuBLAS.
 
 {figure}
@@ -650,6 +667,8 @@ def write_sources(folder: Path, root: Path, *, progress: bool = True) -> None:
     for path in chapter_paths:
         names = [name for name in found if name[2:4] == chapter_number(path)]
         nbformat.write(chapter_notebook(path, names), folder / path.name)
+    for path in appendices(root):
+        nbformat.write(chapter_notebook(path, []), folder / path.name)
 
     (folder / "exercises" / "index.md").write_text(exercises_index(found, ALL_EXERCISES))
     for name, exercise in found.items():

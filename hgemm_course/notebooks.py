@@ -1,4 +1,4 @@
-"""Execute every chapter notebook in place of a reader, keeping its outputs (run on the H200).
+"""Execute every chapter and appendix notebook in place of a reader, keeping its outputs (run on the H200).
 
     python3 -m hgemm_course.notebooks --out DIR [chapters/03_*.ipynb ...]
 
@@ -16,6 +16,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from .book import appendices, chapters
+
 
 def main() -> int:
     p = argparse.ArgumentParser()
@@ -24,7 +26,7 @@ def main() -> int:
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = p.parse_args()
     root = Path(__file__).resolve().parent.parent
-    paths = args.notebooks or sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    paths = args.notebooks or chapters(root) + appendices(root)
     args.out.mkdir(parents=True, exist_ok=True)
     failed = []
     for path in paths:

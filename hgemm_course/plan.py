@@ -6,7 +6,8 @@ The choice is a small model, not a table of timings: :mod:`hgemm_course.sim.wave
 choice makes on this GPU's SMs, in K-iterations, with a fix-up charged per split tile. The plan takes rung 12
 only where its predicted busy fraction beats rung 11's by more than the model's margin, and rung 11's smaller
 tiles only where they beat both. The recorded H200 runs check the model (``tests/test_streamk.py``): where it
-picks one rung, that rung was not measurably the slower one.
+picks one rung, that rung was not measurably the slower one. Appendix A1 (``chapters/A1_plan.ipynb``, through
+:mod:`hgemm_course.plan_tables`) lists every fitted constant below with the runs it came from.
 """
 from __future__ import annotations
 
@@ -149,16 +150,14 @@ class Plan:
 def units_here() -> int:
     """Clusters of rung 12's kernel that run at once on this GPU (the driver's count), or the H200's 66 without
     a GPU (plans printed on a CPU machine are the H200's)."""
-    from .ladder import r11_persistent, r12_streamk
+    from .ladder import r12_streamk
     from .sim.waves import UNITS
     from .target import runnable
 
     here = runnable()
     if here is None or here.missing(r12_streamk.NEEDS):
         return UNITS
-
-    kern = r12_streamk.kernel()
-    return r11_persistent.resident_ctas(kern, r12_streamk.CLUSTER_M) // r12_streamk.CLUSTER_M
+    return r12_streamk.resident_clusters(r12_streamk.kernel(), r12_streamk.CLUSTER_M)
 
 
 def rung11_efficiency(M: int, N: int, units: int, tiles=None, cluster_m: int | None = None,

@@ -37,6 +37,60 @@ def test_rung12_compiles_without_serialized_wgmma_or_spills():
     assert res.spills == 0
 
 
+def test_rung12s_grid_is_the_occupancy_apis_count_of_clusters(monkeypatch):
+    """The grid holds as many clusters as the occupancy API says fit at once, whatever the shape (a fresh kernel:
+    the registry's keeps its grids cached)."""
+    monkeypatch.setattr(r12_streamk, "resident_ctas", lambda kern, cluster_m: 120)    # 60 clusters of 2
+    kern = r12_streamk.kernel.__wrapped__()
+    assert kern.grid(4096, 4096) == kern.grid(257, 136) == (120,)
+    assert r12_streamk.resident_clusters(kern, 2) == 60
+
+
+def test_a_grid_whose_clusters_cannot_all_be_resident_is_refused_before_it_hangs(monkeypatch):
+    """A stream-K owner spin-waits on flags later clusters raise, so every cluster must be resident at once: a grid
+    of 66 clusters where the occupancy API says 60 fit is refused in one line that names the cause and the fix,
+    before anything is launched."""
+    import numpy as np
+
+    pytest.importorskip("cupy")
+
+    class Kernel:                         # the grid of 132 CTAs sized on a GPU that held 66 clusters
+        @staticmethod
+        def grid(M, N):
+            return (132,)
+
+    monkeypatch.setattr(r12_streamk, "kernel", lambda *args: Kernel())
+    monkeypatch.setattr(r12_streamk, "resident_ctas", lambda kern, cluster_m: 120)    # the occupancy API: 60 fit
+    r12_streamk._launch_plan.cache_clear()
+    a, b, c = np.zeros((3072, 3072), np.float16), np.zeros((3072, 3072), np.float16), np.zeros((3072, 3072), np.float16)
+    try:
+        with pytest.raises(RuntimeError) as refusal:
+            r12_streamk.launch(a, b, c)
+    finally:
+        r12_streamk._launch_plan.cache_clear()
+    message = str(refusal.value)
+    assert "\n" not in message
+    assert message.startswith("Rung 12 cannot launch 66 clusters of 2 CTAs: only 60 can be resident at once")
+    for cause_and_fix in ("spin-wait on flags raised by later clusters", "launch at most 60 clusters", "MPS",
+                          "green context", "use rung 11"):
+        assert cause_and_fix in message
+    r12_streamk.require_co_resident(60, 60, 2)                         # all resident: launches
+
+
+def test_the_owners_wait_is_bounded_and_the_main_loop_is_unchanged():
+    """The fix-up's wait traps after MAX_FLAG_POLLS polls instead of spinning for ever (a cluster the occupancy API
+    counted may be held off its SM by other work), outside the main loop: no spills, no stack."""
+    from hgemm_course.paths import KERNELS_DIR
+
+    source = (KERNELS_DIR / r12_streamk.SOURCE).read_text()
+    assert "wait_for_partial_sums(&flags[from], epoch)" in source and "flag_wait_gpu(" not in source
+    assert "constexpr unsigned MAX_FLAG_POLLS = 1u << 30;" in source
+    module = r12_streamk.kernel().compile()
+    res = module.resources_of(r12_streamk.kernel().name_expression)
+    assert res.spills == 0 and res.stack_frame == 0 and res.registers <= 168, res
+    assert "trap;" in module.ptx
+
+
 @pytest.mark.parametrize("shape", [(3072, 3072, 3072), (2304, 4608, 8192), (4096, 4096, 4096), (640, 1536, 2048),
                                    (8192, 8192, 8192), (1000, 1000, 1000)])
 def test_rung12s_own_split_is_the_plans(shape):
@@ -168,37 +222,29 @@ def test_rows_off_128_byte_boundaries_split_tmas_l2_requests():
     assert runs["3950x2120x4200", "big"][2] < 1.1 * runs["3950x2176x4224", "big"][2]
 
 def _probe_timings(*names: str) -> dict[tuple, dict[str, list[float]]]:
-    """% of cuBLAS per shape and launch over the named tile probes; a "plan" timing is keyed by what the plan
-    ran then, and a probe variant the plan's options name is keyed the same way."""
-    import json
-
+    """% of cuBLAS per shape and launch over the named tile probes: the probe's variants by their names, the plan's
+    timings by the launch it ran then (plan_tables.probe_timings)."""
     from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.plan_tables import probe_timings
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel")
-    timed: dict[tuple, dict[str, list[float]]] = {}
-    for name in names:
-        for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]:
-            key = t["variant"] if t["variant"] != "plan" else t["plan"]
-            timed.setdefault(tuple(t["shape"]), {}).setdefault(key, []).append(t["pct_cublas"])
-    return timed
+    return {shape: entry["variants"] | entry["plan"] for shape, entry in probe_timings(*names).items()}
+
+
+def _probe_name(p) -> str:
+    """The tile probe's name for the launch a plan runs (research/tile_probe.py's VARIANTS)."""
+    from hgemm_course.plan_tables import probe_variant
+
+    return probe_variant(p.rung, p.options_text())
 
 
 def _chosen_timings(p, by_launch: dict[str, list[float]]) -> list[float]:
     """The timings of the launch plan ``p`` runs: the probe's variant of that name and the probe's "plan" runs
     that ran it."""
-    return by_launch.get(_probe_name(p), []) + by_launch.get(f"rung {p.rung} {p.options_text()}", [])
+    from hgemm_course.plan_tables import launch_text
 
-
-def _probe_name(p) -> str:
-    """The tile probe's name for the launch a plan runs (research/tile_probe.py's VARIANTS)."""
-    if p.rung == "12":
-        return f"12 sk{p.sk_waves}"
-    if "tiles" in p.options:
-        sup, tiles = p.options.get("super_mn"), p.options["tiles"]
-        return (f"11 {tiles.bm}x{tiles.bn} s{tiles.stages} no cluster" + (f" super {sup[0]}x{sup[1]}" if sup else ""))
-    sup = p.options.get("super_mn")
-    return f"11 super {sup[0]}x{sup[1]}" if sup else "11"
+    return by_launch.get(_probe_name(p), []) + by_launch.get(launch_text(p), [])
 
 
 def test_the_small_tiles_plan_was_within_noise_of_the_best_launch_timed():

@@ -92,6 +92,19 @@ struct RingAndPanels {
     unsigned long long empty[STAGES];               // mbarriers: every consumer warp is done with the stage
 };
 
+// An owner's wait for the flag of a later unit that computed part of its tile. That unit raises the flag
+// only once it runs, and it runs only if every unit of the grid is resident at once: the launcher sizes the
+// grid to the occupancy API's count and refuses more (r12_streamk.require_co_resident), but the API cannot
+// see SMs that other work holds (a kernel on another stream, another MPS client, a green context). So the
+// wait is bounded: 2^30 polls, over 100 s at 100 ns a poll (an L2 round trip takes longer), ten times what
+// the largest fp16 product that fits in the H200's 141 GB takes, then trap: the launch fails instead of hanging.
+constexpr unsigned MAX_FLAG_POLLS = 1u << 30;
+__device__ __forceinline__ void wait_for_partial_sums(const unsigned* flag, unsigned epoch) {
+    for (unsigned polls = 1; flag_acquire_gpu(flag) != epoch; ++polls) {
+        if (polls == MAX_FLAG_POLLS) __trap();
+    }
+}
+
 // Two fp32 accumulators as one register of two halves (lo in the low 16 bits), as stmatrix stores them.
 __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
     const half2 h = __floats2half2_rn(lo, hi);
@@ -339,7 +352,7 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             for (int u = cluster + 1; seg.k_end < k_tiles && work.sk_begin(u) < tile_end; ++u) {
                 if (work.sk_begin(u) == work.sk_begin(u + 1)) continue;  // unit u has no slices
                 const int from = (u * CLUSTER_M + rank) * CONSUMERS + consumer;  // the same rows in unit u
-                if (storer) flag_wait_gpu(&flags[from], epoch);
+                if (storer) wait_for_partial_sums(&flags[from], epoch);
                 named_barrier_sync(1 + consumer, 128);  // the storer has seen the flag
                 const float4* slot = workspace + from * (FRAG_M * FRAG_N * 128) + tid % 128;  // this thread's column
 #pragma unroll

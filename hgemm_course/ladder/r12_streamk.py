@@ -1,6 +1,11 @@
 """Rung 12: rung 11 with stream-K. The tiles of the whole waves still go out one per cluster; the K-slices
 of the rest are divided evenly among the clusters, and the partial sums of a tile split between clusters
-meet in a workspace in global memory, so no wave runs part-empty."""
+meet in a workspace in global memory, so no wave runs part-empty.
+
+The fix-up needs every cluster of the grid resident at once: the cluster that owns a split tile spin-waits
+for flags that later clusters raise, so a later cluster left waiting for an SM would never raise its flag.
+The grid is sized to the clusters the occupancy API says fit (``resident_clusters``) and a launch refuses a
+grid larger than that (``require_co_resident``); the kernel bounds its wait, for what the API cannot see."""
 from __future__ import annotations
 
 import threading
@@ -27,6 +32,25 @@ TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2)
                   consumers=(2,))
 
 
+def resident_clusters(kern: TemplateKernel, cluster_m: int) -> int:
+    """Clusters of ``kern`` that can be resident at once on this GPU: the occupancy API's count
+    (:func:`r11_persistent.resident_ctas`: cuOccupancyMaxActiveClusters for clusters of 2, one CTA per SM
+    without clusters). It is the count for a GPU this launch has to itself."""
+    return resident_ctas(kern, cluster_m) // cluster_m
+
+
+def require_co_resident(clusters: int, resident: int, cluster_m: int) -> None:
+    """Refuse a grid of ``clusters`` clusters when only ``resident`` fit at once: a stream-K owner would spin on
+    the flag of a cluster that cannot start until the owner ends, and the launch would hang instead of failing."""
+    if clusters > resident:
+        raise RuntimeError(
+            f"Rung 12 cannot launch {clusters} clusters of {cluster_m} CTA{'s' if cluster_m > 1 else ''}: only "
+            f"{resident} can be resident at once on this GPU, and stream-K's fix-up has each owner spin-wait on "
+            f"flags raised by later clusters, so every cluster must run at the same time; launch at most {resident} "
+            "clusters (the occupancy API's count, as kernel().grid does), on a GPU that no other kernel, MPS client or "
+            "green context shares, or use rung 11.")
+
+
 @lru_cache(maxsize=None)
 def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
            cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> TemplateKernel:
@@ -34,7 +58,7 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
 
     @lru_cache(maxsize=256)               # every resident cluster takes a share: the whole GPU, whatever the shape
     def grid(M: int, N: int) -> tuple[int]:
-        return (resident_ctas(kern, cluster_m),)
+        return (resident_clusters(kern, cluster_m) * cluster_m,)
 
     kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes,
                           needs=NEEDS, grid=grid,
@@ -81,6 +105,7 @@ def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: 
     kern = kernel(tiles, super_mn, cluster_m, consumers)
     ctas = kern.grid(M, N)[0]
     units = ctas // cluster_m
+    require_co_resident(units, resident_clusters(kern, cluster_m), cluster_m)
     from ..sim.waves import best_split, hybrid_split, split_schedules   # here: sim imports Numba, the registry must not
 
     if sk_waves is None:                # the plan's choice: weighed on the rung's own tiles and clusters

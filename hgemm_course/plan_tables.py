@@ -1,0 +1,265 @@
+"""The tables of appendix A1 (``chapters/A1_plan.ipynb``): gemm()'s plan, its fitted constants, and what it ran.
+
+Each table that shows a timing of the plan names the launch the plan ran: its rung and the rung's launch
+arguments. A tile probe (``research/tile_probe.py``) records that launch beside each of gemm()'s timings, so its
+tables show it as recorded; a bench run (``hgemm-course bench plan``) records gemm()'s time only, so its table
+shows the launch :func:`hgemm_course.plan.plan` picks in this code beside it, and says so. The functions return
+data; the ``format_*`` twins print it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import import_module
+from statistics import median
+
+from .paths import REPO_ROOT
+
+UNITS = 66        # the H200's clusters of two CTAs: every recorded run is the H200's
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One number of the plan's model that came from H200 timings rather than from the hardware's rules."""
+
+    module: str         # where it lives, under hgemm_course
+    name: str
+    kind: str           # "fit": a value fitted to timings; "margin": a threshold judged from them; "choice": a setting
+    sets: str           # what it decides in the plan
+    fitted_on: str      # the H200 timings behind it: which shapes, which records
+
+    @property
+    def value(self):
+        return getattr(import_module(f"hgemm_course.{self.module}"), self.name)
+
+
+CONSTANTS = (
+    Constant("sim.waves", "FITTED_SK_ITER_COST", "fit",
+             "the time of a stream-K K-iteration, in data-parallel ones",
+             "grid search (research/fit_streamk_model.py) over rung 11 and rung 12's sk_waves variants at six shapes, "
+             "results/streamk_probe_nvidia-h200_20261201.json"),
+    Constant("sim.waves", "FITTED_FIXUP_ITERS", "fit",
+             "the time of a fix-up, in K-iterations (the bytes of a partial tile give 2.7)",
+             "the same grid search, the same six shapes"),
+    Constant("sim.waves", "DP_MARGIN", "margin",
+             "how much busier rung 12 must be than rung 11 for the plan to take it",
+             "twelve shapes where the model gives rung 12 1.1-2.0%: it led on eight, trailed on four, "
+             "results/bench_nvidia-h200_20261201T153405_344a50.json"),
+    Constant("plan", "ONE_WAVE_CLUSTER_M", "choice",
+             "rung 11's CTAs per cluster when its tiles are at most one wave",
+             "four shapes, without clusters as fast or faster, results/tune_nvidia-h200_20261201T142435_6f0d08.json"),
+    Constant("plan", "SMALL_TILE_SPEED", "fit",
+             "128x128 tiles' speed per FLOP against 128x256 tiles",
+             "0.94-0.97 where both fill their waves from K = 4096 up, 0.88 at 16384x16384x1024, "
+             "results/tile_probe_nvidia-h200_20261201T165425.json"),
+    Constant("plan", "SMALL_TILE_MARGIN", "margin",
+             "how much busier the 128x128 tiles must be than rung 11's 128x256 tiles",
+             "twelve shapes where the waves count gave them 1.13-1.41x and the H200 1.03-1.30x, "
+             "results/tile_probe_nvidia-h200_20261201T165313.json and T165425.json"),
+    Constant("plan", "SMALL_TILE_UNALIGNED_SPEED", "fit",
+             "the 128x128 tiles' charge per operand whose rows are off 128-byte boundaries",
+             "four shapes against aligned neighbours: 0.77 with A's rows off, 0.51-0.64 with both, "
+             "results/tile_probe_nvidia-h200_20261201T191335_6e60e9.json"),
+    Constant("plan", "NARROW_TILE_SPEED", "fit",
+             "128x64 tiles' speed per FLOP against 128x256 tiles (the median)",
+             "five shapes, 0.53-0.59, results/tile_probe_nvidia-h200_20261201T220632_2d96b7.json and "
+             "T221110_b57063.json"),
+    Constant("plan", "NARROW_TILE_UNALIGNED_SPEED", "fit",
+             "the 128x64 tiles' charge per operand whose rows are off 128-byte boundaries",
+             "one shape, 1000^3, in the same two probes: a rough figure"),
+    Constant("plan", "NARROW_TILE_STAGES", "choice",
+             "the 128x64 tiles' ring depth (210 KiB of shared memory)",
+             "cuBLAS's kernel at 1024^3 by its name in Nsight Compute; timed in the same two probes"),
+    Constant("plan", "NARROW_SUPER_L2_SHARE", "margin",
+             "super tiles one cluster tile wide only where B takes at most this share of the L2",
+             "six shapes: they led rung 12 by 6.6-7.3 points where B was 9-16 MB and by 0.4-1.6 where it was "
+             "83-108 MB, results/tile_probe_nvidia-h200_20261201T182855_22b34d.json"),
+    Constant("plan", "LARGE_B_SUPER_MARGIN", "margin",
+             "where B outgrows the L2, how much busier another super tile must walk than 16x2",
+             "a 4% gain that did not show (8676x11064x5256) and a 12% one that did (6997x10040x4112), then ten shapes, "
+             "results/tile_probe_nvidia-h200_20261201T180337_cacadf.json and T193704_26723e.json"),
+)
+
+
+def format_constants(constants=CONSTANTS) -> str:
+    """The constants, one block each: name, value and kind, what it sets, what it was fitted on."""
+    label = {"fit": "a fit", "margin": "a margin judged from timings", "choice": "a setting chosen from timings"}
+    return "\n".join(f"{c.module}.{c.name} = {c.value}  ({label[c.kind]})\n    sets: {c.sets}\n"
+                     f"    from: {c.fitted_on}" for c in constants)
+
+
+# ----------------------------------------------------------------------------- the plan's choices (model only)
+
+
+def launch_text(p) -> str:
+    """The launch a plan runs, as a tile probe records it: "rung 11 {'super_mn': (8, 2)}"."""
+    return f"rung {p.rung} {p.options_text()}"
+
+
+def plan_rows(shapes, units: int = UNITS) -> list[dict]:
+    """Per shape, what the plan runs and the busy fraction the model gives each choice it weighed."""
+    from .plan import plan
+
+    rows = []
+    for shape in shapes:
+        p = plan(*shape, units=units)
+        best12 = p.efficiency[f"rung 12, sk_waves={p.sk_waves}"]
+        rows.append({"shape": tuple(shape), "launch": launch_text(p), "waves": p.tiles / p.units,
+                     "rung 11": p.efficiency["rung 11"], "128x128": p.efficiency["rung 11, 128x128 tiles"],
+                     "128x64": p.efficiency["rung 11, 128x64 tiles"], "rung 12": best12, "sk_waves": p.sk_waves})
+    return rows
+
+
+def format_plans(shapes, units: int = UNITS) -> str:
+    head = (f"{'M x N x K':>18} {'waves':>6} {'rung 11':>8} {'128x128':>8} {'128x64':>8} {'rung 12':>8}   "
+            "the plan runs")
+    lines = [head]
+    for r in plan_rows(shapes, units):
+        lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['rung 11']:8.0%} {r['128x128']:8.0%} "
+                     f"{r['128x64']:8.0%} {r['rung 12']:8.0%}   {r['launch']}")
+    return "\n".join(lines)
+
+
+def alignment_rows() -> list[dict]:
+    """The small and narrow tiles' speed per FLOP against 128x256 tiles, for each pair of row alignments."""
+    from .plan import narrow_tile_speed, small_tile_speed
+
+    cases = (("both aligned", 4096, 4096), ("A's rows off", 4096, 4100), ("B's rows off", 4100, 4096),
+             ("both off", 4100, 4100))
+    return [{"rows": name, "N": N, "K": K, "128x128": small_tile_speed(N, K), "128x64": narrow_tile_speed(N, K)}
+            for name, N, K in cases]
+
+
+def format_alignment() -> str:
+    lines = [f"{'rows of A (K) and B (N)':<30} {'128x128':>8} {'128x64':>8}"]
+    for r in alignment_rows():
+        case = f"{r['rows']} (K={r['K']}, N={r['N']})"
+        lines.append(f"{case:<30} {r['128x128']:8.3f} {r['128x64']:8.3f}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- recorded: tile probes
+
+
+def probe_variant(rung: str, options: dict) -> str:
+    """The tile probe's name (research/tile_probe.py) of rung ``rung`` launched with ``options`` as
+    :meth:`Plan.options_text` writes them: "12 sk0", "11 super 8x2", "11 128x128 s4 no cluster super 1x1"."""
+    from .ladder.r11_persistent import TILES
+    from .plan import NARROW_TILE_STAGES, NARROW_TILES
+
+    if rung == "12":
+        return f"12 sk{options['sk_waves']}"
+    sup = options.get("super_mn")
+    name = "11"
+    if "tiles" in options:
+        stages = NARROW_TILE_STAGES if options["tiles"] == "x".join(map(str, NARROW_TILES)) else TILES.stages
+        name += f" {options['tiles']} s{stages}"
+    if options.get("cluster_m") == 1:
+        name += " no cluster"
+    return name + (f" super {sup[0]}x{sup[1]}" if sup else "")
+
+
+def parse_launch(text: str) -> tuple[str, dict]:
+    """(rung, options) of a launch as :func:`launch_text` writes it (and a tile probe records it)."""
+    import ast
+
+    rung, _, options = text.removeprefix("rung ").partition(" ")
+    return rung, ast.literal_eval(options)
+
+
+def probe_timings(*names: str) -> dict[tuple, dict]:
+    """Per shape of the named tile probes (files under results/): % of cuBLAS of each launch the probe timed, by
+    the probe's name for it, and of the plan, by the launch it ran as recorded:
+    ``{shape: {'variants': {variant: [%]}, 'plan': {launch text: [%]}}}``."""
+    if REPO_ROOT is None:
+        raise ValueError("the tile probes are under results/ in a checkout of the repository; this install has none.")
+    timed: dict[tuple, dict] = {}
+    for name in names:
+        for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]:
+            entry = timed.setdefault(tuple(t["shape"]), {"variants": {}, "plan": {}})
+            key, group = (t["plan"], "plan") if t["variant"] == "plan" else (t["variant"], "variants")
+            entry[group].setdefault(key, []).append(t["pct_cublas"])
+    return timed
+
+
+def probe_rows(*names: str, units: int = UNITS) -> list[dict]:
+    """Per shape of the probes: each launch the plan ran there (as recorded) with the median of its timings; the
+    fastest of those and of the probe's launches, by median, and whether it is a launch the plan did not run; and
+    the launch the plan picks in this code with the median of that launch's timings (the plan's and the probe's),
+    or None where nothing ran it."""
+    from .plan import plan
+
+    rows = []
+    for shape, entry in probe_timings(*names).items():
+        p = plan(*shape, units=units)
+        ran = {launch: median(v) for launch, v in entry["plan"].items()}
+        ran_variants = {probe_variant(*parse_launch(launch)) for launch in ran}
+        medians = ran | {variant: median(v) for variant, v in entry["variants"].items()}
+        best = max(medians, key=medians.get)
+        now = entry["plan"].get(launch_text(p), []) + entry["variants"].get(probe_variant(p.rung, p.options_text()), [])
+        rows.append({"shape": shape, "ran": ran, "best": best, "best_pct": medians[best],
+                     "best_is_other": best not in ran and best not in ran_variants, "plan_now": launch_text(p),
+                     "plan_now_pct": median(now) if now else None})
+    return rows
+
+
+def format_probe(*names: str, units: int = UNITS) -> str:
+    """The recorded probes' table, a line per launch the plan ran at a shape: the median of its timings, the
+    fastest launch's median and, where it was another launch, its name; then a line where the plan in this code
+    runs a launch the probe's plan did not."""
+    lines = [f"RECORDED on the NVIDIA H200 ({', '.join(names)}), medians of % of cuBLAS:",
+             f"{'M x N x K':>18} {'plan':>6} {'fastest':>8}   the launch the plan ran (and the fastest, where another)"]
+    for r in probe_rows(*names, units=units):
+        shape = "x".join(map(str, r["shape"]))
+        for i, (launch, pct) in enumerate(r["ran"].items()):
+            fastest = f"{r['best_pct']:8.1f}" if i == 0 else " " * 8
+            other = f"   fastest: {r['best']}" if i == 0 and r["best_is_other"] else ""
+            lines.append(f"{shape if i == 0 else '':>18} {pct:6.1f} {fastest}   {launch}{other}")
+        if r["plan_now"] not in r["ran"]:
+            pct = "-" if r["plan_now_pct"] is None else f"{r['plan_now_pct']:.1f}"
+            lines.append(f"{'':>18} {pct:>6} {'':>8}   this code's plan: {r['plan_now']}"
+                         + (" (not timed)" if r["plan_now_pct"] is None else ""))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- recorded: the shape sweep
+
+
+def sweep_rows(records=None, units: int = UNITS) -> dict:
+    """The course's sweep (:func:`hgemm_course.viz.shape_sweep_data`): per shape rung 11's and rung 12's own
+    launches, the launch the plan picks in this code, and gemm()'s own launches timed in the same run. Returns
+    ``{'file', 'gpu', 'rows': [{'shape', 'waves', 'rung 11', 'rung 12', 'launch', 'gemm'}], 'nonsquare',
+    'geomean', 'lowest'}`` (the last two over the non-square shapes, of gemm()'s timings)."""
+    import math
+
+    from .plan import plan
+    from .viz import shape_sweep_data
+
+    data = shape_sweep_data(records)
+    rows = []
+    for i, shape in enumerate(data["shapes"]):
+        p = plan(*shape, units=units)
+        rows.append({"shape": shape, "waves": p.tiles / p.units, "rung 11": data["pct"]["11"][i],
+                     "rung 12": data["pct"]["12"][i], "launch": launch_text(p),
+                     "gemm": data["planned_pct"][i] if data["plan_measured"][i] else None})
+    timed = [r["gemm"] for r in rows if r["gemm"] is not None and not r["shape"][0] == r["shape"][1] == r["shape"][2]]
+    return {"file": data["file"], "gpu": data["gpu"], "rows": rows,
+            "nonsquare": sum(1 for r in rows if not r["shape"][0] == r["shape"][1] == r["shape"][2]),
+            "geomean": math.exp(sum(map(math.log, timed)) / len(timed)) if timed else None,
+            "lowest": min(timed) if timed else None}
+
+
+def format_sweep(records=None, units: int = UNITS) -> str:
+    data = sweep_rows(records, units)
+    lines = [f"RECORDED on the {data['gpu']} ({data['file']}), % of cuBLAS; 'gemm()' is gemm()'s own launch in that "
+             "run, 'the plan runs' the launch plan() picks in this code (a bench run records gemm()'s time, not its "
+             "launch):",
+             f"{'M x N x K':>18} {'waves':>6} {'rung 11':>8} {'rung 12':>8} {'gemm()':>8}   the plan runs"]
+    for r in data["rows"]:
+        gemm = "-" if r["gemm"] is None else f"{r['gemm']:.1f}"
+        lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['rung 11']:8.1f} {r['rung 12']:8.1f} "
+                     f"{gemm:>8}   {r['launch']}")
+    if data["geomean"] is not None:
+        lines.append(f"gemm() on the {data['nonsquare']} non-square shapes: geometric mean {data['geomean']:.1f}%, "
+                     f"lowest {data['lowest']:.1f}% of cuBLAS")
+    return "\n".join(lines)
