@@ -102,6 +102,17 @@ def has_gpu() -> bool:
     return probe_gpu()[0] is not None
 
 
+def current_gpu_id() -> int:
+    """The current GPU's id, for caches kept per GPU; 0 where there is none (the grid of a kernel compiled, not
+    launched, on a machine without a GPU)."""
+    try:
+        from cupy.cuda import runtime
+
+        return runtime.getDevice()
+    except Exception:  # no GPU, no driver or no CuPy: one id for the lot
+        return 0
+
+
 def cudasim_enabled() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 

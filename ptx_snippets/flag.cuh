@@ -22,9 +22,3 @@ __device__ __forceinline__ unsigned flag_acquire_gpu(const unsigned* flag) {
     return value;
 }
 
-// Spins until the flag holds `value`.
-__device__ __forceinline__ void flag_wait_gpu(const unsigned* flag, unsigned value) {
-    while (flag_acquire_gpu(flag) != value) {
-    }
-}
-

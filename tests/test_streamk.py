@@ -647,3 +647,20 @@ def test_bench_plan_times_what_gemm_runs(monkeypatch):
             self.shape = shape
     rung.launch(Operand(300, 200), Operand(200, 100), Operand(300, 100))
     assert launched == [(300, 100, 200)]
+
+
+def test_rung11_and_12_grids_are_kept_per_gpu(monkeypatch):
+    """Two GPUs of one host may fit different numbers of clusters: each grid is worked out per GPU, not reused."""
+    from hgemm_course import device
+    from hgemm_course.ladder import r11_persistent
+
+    fits = {0: 120, 1: 100}
+    gpu = {"id": 0}
+    monkeypatch.setattr(device, "current_gpu_id", lambda: gpu["id"])
+    monkeypatch.setattr(r12_streamk, "resident_ctas", lambda kern, cluster_m: fits[gpu["id"]])
+    monkeypatch.setattr(r11_persistent, "resident_ctas", lambda kern, cluster_m: fits[gpu["id"]])
+    streamk, persistent = r12_streamk.kernel.__wrapped__(), r11_persistent.kernel.__wrapped__()
+    first = streamk.grid(4096, 4096), persistent.grid(8192, 8192)
+    gpu["id"] = 1
+    assert (streamk.grid(4096, 4096), persistent.grid(8192, 8192)) == ((100,), (100,))
+    assert first == ((120,), (120,))

@@ -113,13 +113,14 @@ def resident_ctas(kern: TemplateKernel, cluster_m: int) -> int:
     sms = device.require_gpu("Launching rung 11").sm_count
     if cluster_m == 1:
         return sms * CTAS_PER_SM
-    return _clusters_that_fit(kern, cluster_m) * cluster_m
+    return _clusters_that_fit(kern, cluster_m, device.current_gpu_id()) * cluster_m
 
 
 @lru_cache(maxsize=None)
-def _clusters_that_fit(kern: TemplateKernel, cluster_m: int) -> int:
+def _clusters_that_fit(kern: TemplateKernel, cluster_m: int, device_id: int) -> int:
     """The driver's answer for the kernel's cubin, loaded here through the driver API (CuPy keeps its own
-    handle of the loaded kernel private), with the dynamic shared memory it launches with."""
+    handle of the loaded kernel private), with the dynamic shared memory it launches with, on GPU ``device_id``
+    (the current one: two GPUs of one host may differ)."""
     from cuda.bindings import driver
     from cupy.cuda import runtime
 
@@ -166,8 +167,11 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     require(super_mn[0] % cluster_m == 0 and (tiles.bn // 64) % cluster_m == 0,
             f"cluster_m={cluster_m}: the super tile's {super_mn[0]} rows must hold whole clusters and B's "
             f"{tiles.bn // 64} panels of 64 columns must split evenly between the cluster's CTAs.")
-    @lru_cache(maxsize=256)               # the grid is Python arithmetic: worked out once per shape, not per launch
     def grid(M: int, N: int) -> tuple[int]:
+        return _grid(M, N, device.current_gpu_id())
+
+    @lru_cache(maxsize=256)               # the grid is Python arithmetic: worked out once per shape and GPU
+    def _grid(M: int, N: int, device_id: int) -> tuple[int]:
         return persistent_grid(M, N, resident_ctas(kern, cluster_m), tiles, super_mn, max_ctas, cluster_m)
 
     kern = TemplateKernel(SOURCE, "k11_persistent",

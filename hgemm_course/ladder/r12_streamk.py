@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import tensormap
+from .. import device, tensormap
 from . import Rung
 from . import r11_persistent
 from .nvrtc_kernel import TemplateKernel, Tunable, cdiv
@@ -56,8 +56,11 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
            cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> TemplateKernel:
     rung11 = r11_persistent.kernel(tiles, super_mn, None, cluster_m, consumers)  # rung 11's refusals hold here too
 
-    @lru_cache(maxsize=256)               # every resident cluster takes a share: the whole GPU, whatever the shape
     def grid(M: int, N: int) -> tuple[int]:
+        return _grid(device.current_gpu_id())
+
+    @lru_cache(maxsize=8)                 # every resident cluster takes a share: the whole GPU, whatever the shape
+    def _grid(device_id: int) -> tuple[int]:
         return (resident_clusters(kern, cluster_m) * cluster_m,)
 
     kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes,
