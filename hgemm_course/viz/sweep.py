@@ -101,7 +101,7 @@ def shape_sweep_figure(*, records=None) -> Figure:
     if (latest := data["latest_plan"]):
         timed = [(x, p) for x, p in enumerate(latest["pct"]) if p is not None]
         ax.scatter([x for x, _ in timed], [p for _, p in timed], marker="*", s=110, color="tab:orange",
-                   edgecolor="black", zorder=4, label=f"gemm(), the latest run ({latest['file']}): geometric mean "
+                   edgecolor="black", zorder=4, label=f"gemm() timed on its own ({latest['file']}): geometric mean "
                                  f"{latest['geomean']:.1f}%, lowest {latest['min']:.1f}%")
     ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS, paired launches")
     ax.set_xticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], rotation=45, ha="right")
