@@ -69,7 +69,7 @@ def bench_or_show(rung_ids, sizes) -> list[dict]:
     rows = []
     if runs:
         skipped: list = []        # stays empty: bench is asked only for what runs here
-        records = harness.bench(runs, sizes, skipped=skipped)
+        records = harness.bench(runs, sizes, skipped=skipped, progress=False)  # a chapter prints its table, no bar
         print(f"{_measured_on(here)}:")
         print(format_table(records))
         rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
