@@ -278,11 +278,23 @@ def _numba_log(ctas: int) -> NumbaLog:
     return log
 
 
+@lru_cache(maxsize=None)
+def _quiet_small_grids() -> None:
+    """Numba warns of low occupancy on every launch of fewer CTAs than it likes; the course launches small
+    shapes on purpose (tails, tests), and a warning per launch would bury a chapter's table."""
+    try:
+        from numba.cuda.core import config
+    except ImportError:           # older numba-cuda keeps it in numba.core
+        from numba.core import config
+    config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+
+
 def launch_numba(kernel, body, grid, block, stream, *operands) -> None:
     """A Numba rung's launch: ``kernel[grid, block, stream](*operands)``. Inside :func:`timing_builds` it launches
     the timing build of ``body``, the function ``kernel`` runs (:func:`numba_timing_kernel`), into the grid's
     :class:`NumbaLog`, noted as the one launched (:func:`timing_build_launched`); not on Numba's simulator, which
     runs no inline PTX."""
+    _quiet_small_grids()
     if not timing_builds_on() or device.cudasim_enabled():
         kernel[grid, block, stream](*operands)
         return
