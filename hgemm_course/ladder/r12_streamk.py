@@ -103,8 +103,9 @@ def workspace(device: int, stream: int) -> Workspace:
 
 @lru_cache(maxsize=1024)
 def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: tuple[int, int], cluster_m: int,
-                 consumers: int, sk_waves: int | None) -> tuple[TemplateKernel, int, np.int32]:
-    """(kernel, CTAs, data-parallel tiles) of one shape, worked out once: a launch only looks them up."""
+                 consumers: int, sk_waves: int | None, device_id: int) -> tuple[TemplateKernel, int, np.int32]:
+    """(kernel, CTAs, data-parallel tiles) of one shape on GPU ``device_id`` (the current one; two GPUs of one
+    host may hold different numbers of clusters), worked out once: a launch only looks them up."""
     kern = kernel(tiles, super_mn, cluster_m, consumers)
     ctas = kern.grid(M, N)[0]
     units = ctas // cluster_m
@@ -123,7 +124,8 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     import cupy
 
     M, N = c.shape
-    kern, ctas, dp_tiles = _launch_plan(M, N, a.shape[1], tiles, super_mn, cluster_m, consumers, sk_waves)
+    kern, ctas, dp_tiles = _launch_plan(M, N, a.shape[1], tiles, super_mn, cluster_m, consumers, sk_waves,
+                                        device.current_gpu_id())
     space = workspace(a.device.id, cupy.cuda.get_current_stream().ptr)
     partials, flags, epoch = space.take(ctas, tiles.bm * tiles.bn, consumers)
     kern.launch(a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk),
