@@ -43,7 +43,7 @@ def show_recorded(*rungs: str, sizes=None) -> list[dict]:
         print(CLOCK_NOTE)
     missing = [r for r in rungs if r not in {row["rung"] for row in rows}]
     if missing:
-        print(f"No recorded result for rung {', '.join(missing)} yet: `hgemm-course bench {' '.join(missing)}` "
+        print(f"No recorded result for rung {', '.join(missing)}: `hgemm-course bench {' '.join(missing)}` "
               "on a GPU records one.")
     return rows
 
@@ -147,7 +147,7 @@ def ceilings_or_show() -> dict | None:
             print(f"{why}; the recorded H200 chain is shown instead")
         ceilings = recorded_ceilings()
         if ceilings is None:
-            print("No recorded ceilings yet: `hgemm-course ceilings` on a GPU records them.")
+            print("No recorded ceilings: `hgemm-course ceilings` on a GPU records them.")
             return None
         label = f"RECORDED on the {ceilings['gpu']} ({ceilings['file']}, {ceilings['date'][:10]})"
     print(f"{label}: copy {ceilings['bandwidth_gbs']:.0f} GB/s, cuBLAS fp16 {ceilings['cublas_tflops']:.0f} TFLOP/s")
@@ -263,7 +263,7 @@ def tensor_instructions(rungs=("cublas", "07"), size: int = 8192) -> list[dict]:
     for rung in rungs:
         record = recorded_profile(rung, M=size)
         if record is None:
-            print(f"No recorded profile of {rung} at {size}^3 yet: `hgemm-course profile {rung} --size {size}` "
+            print(f"No recorded profile of {rung} at {size}^3: `hgemm-course profile {rung} --size {size}` "
                   "on a GPU records one.")
             continue
         smem = record.get("smem") or {}
@@ -281,13 +281,36 @@ def tensor_instructions(rungs=("cublas", "07"), size: int = 8192) -> list[dict]:
     return rows
 
 
+# Counters that count more than the model's quantity by what they are, for records that carry no note of their own:
+# a counter's excess over the model is then a footnote, not a disagreement.
+_COUNTER_NOTES = {
+    counter: ("l1tex__..._op_ld counts every shared-memory load wavefront of the LSU pipe, not ldmatrix's alone, and "
+              "each wavefront it counts beyond the ideal as a bank conflict: its excess over the model equals its "
+              "conflict count, where the sm__sass_ counters of the ldmatrix instructions themselves count the model's "
+              "wavefronts and no conflict; which other loads or replays make up the excess these counters do not say")
+    for counter in ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")}
+
+
+def _ranking(order: list[str], value: dict[str, float], tie: float) -> str:
+    """An order as text, ``a > b = c``: ``=`` between neighbours less than ``tie`` apart in ``value``."""
+    text = order[0]
+    for before, name in zip(order, order[1:]):
+        close = before in value and name in value and abs(value[before] - value[name]) < tie
+        text += f" {'=' if close else '>'} {name}"
+    return text
+
+
 def model_vs_hardware(check: str) -> list[dict]:
-    """Print the newest recorded model-vs-ncu comparison (``check`` is "banks" or "l2"); returns its records."""
+    """Print the newest recorded model-vs-ncu comparison (``check`` is "banks" or "l2"); returns its records.
+
+    A ranking is printed with the figures behind it: neighbours closer than the record's ``tie_points`` are tied
+    (``=``), and the verdict says the orders agree only up to those ties where they are not the same."""
     from .results import load_runs
 
     runs = load_runs(kind=f"model_{check}")
     if not runs:
-        print(f"No recorded {check} comparison yet: scripts/h200_model_checks.sh on the H200 records one.")
+        print(f"No recorded {check} comparison: scripts/h200_model_checks.sh on the H200 records one.")
         return []
     path, data = runs[-1]
     prov = data["provenance"]
@@ -298,15 +321,28 @@ def model_vs_hardware(check: str) -> list[dict]:
     shown: set = set()
     for r in data["records"]:
         if isinstance(r["model"], list):        # a ranking, not a number
-            verdict = "agree" if r["agree"] else "DISAGREE"
-            print(f"{r['quantity']}: model {' > '.join(r['model'])}; ncu {' > '.join(r['hardware'])}: {verdict}")
+            tie = (r.get("config") or {}).get("tie_points", 0.0)
+            ranked = [x for x in data["records"] if not isinstance(x["model"], list) and "order" in x["config"]]
+            model = {x["config"]["order"]: x["model"] for x in ranked}
+            hardware = {x["config"]["order"]: x["hardware"] for x in ranked}
+            if not r["agree"]:
+                verdict = "DISAGREE"
+            elif r["model"] == r["hardware"]:
+                verdict = "the same order"
+            else:
+                verdict = f"the same order once figures less than {tie:g} point apart count as tied (=)"
+            print(f"{r['quantity']}: model {_ranking(r['model'], model, tie)}; ncu {_ranking(r['hardware'], hardware, tie)}: "
+                  f"{verdict}")
             continue
         key = (r["config"]["name"], r["quantity"])
         if key not in shown:
             shown.add(key)
             print(f"{r['config']['name']}, {r['quantity']}: model {r['model']:,.0f}")
-        if r["agree"] is None:
-            mark = notes.setdefault(r.get("note", "it counts more than the model does"), len(notes) + 1)
+        note = r.get("note")
+        if note is None and r["agree"] is False and r.get("counter") in _COUNTER_NOTES and r["hardware"] > r["model"]:
+            note = _COUNTER_NOTES[r["counter"]]
+        if r["agree"] is None or note is not None:
+            mark = notes.setdefault(note or "it counts more than the model does", len(notes) + 1)
             verdict = f"counts more [{mark}]"
         else:
             verdict = "agree" if r["agree"] else "DISAGREE"
@@ -323,7 +359,7 @@ def show_limits() -> dict | None:
 
     runs = load_runs(kind="limits")
     if not runs:
-        print("No recorded chapter-08 run yet: `hgemm-course limits` on the H200 records one.")
+        print("No recorded chapter-08 run: `hgemm-course limits` on the H200 records one.")
         return None
     path, data = runs[-1]
     print(f"RECORDED on the {data['provenance']['gpu']} ({path.name}, {data['provenance']['date'][:10]}):")
@@ -390,7 +426,7 @@ def _show_script_tuning(rung: str, *, also: tuple[str, ...], folder: Path) -> li
     runs = [(path, json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))]
     runs = [(p, d) for p, d in runs if "variants" in d and any(v["rung"] == rung for v in d["variants"])]
     if not runs:
-        print(f"No recorded tuning run of rung {rung} yet: `hgemm-course tune {rung} --record` on the H200 records one.")
+        print(f"No recorded tuning run of rung {rung}: `hgemm-course tune {rung} --record` on the H200 records one.")
         return []
     path, data = max(runs, key=lambda pd: (pd[1]["provenance"]["date"], pd[0].name))
     prov = data["provenance"]
@@ -419,76 +455,99 @@ def _show_script_tuning(rung: str, *, also: tuple[str, ...], folder: Path) -> li
     return rows
 
 
-# the roofs of the ceiling chain, lowest first: (key of the returned dict, label, where it is recorded)
-_CHAIN = (("fp32", "FP32 CUDA cores", "fp32_tflops"),
-          ("mma_sync_bound", "mma.sync bound, {warps} warps/SM of {wm}x{wn}, ldmatrix",
-           "mma_sync_bound ({warps} warps of {wm}x{wn} fed by ldmatrix)"),
-          ("mma_sync_peak", "mma.sync register peak", "mma_sync_tflops"),
-          ("cublas", "cuBLAS, timed in the rung's run", "the bench record"),
-          ("datasheet", "datasheet fp16 dense", "datasheet_fp16_tflops"))
+# The roofs of the ceiling chain that bound each instruction family: (key of the returned dict, label, where it is
+# recorded). A rung is placed only against the roofs of the instruction it computes with.
+_ROOFS = {
+    "fp32": (("fp32", "FP32 CUDA cores", "fp32_tflops"),),
+    "mma.sync": (("mma_sync_bound", "mma.sync bound, {warps} warps/SM of {wm}x{wn}, ldmatrix",
+                  "mma_sync_bound ({warps} warps of {wm}x{wn} fed by ldmatrix)"),
+                 ("mma_sync_peak", "mma.sync register peak", "mma_sync_tflops")),
+    "wgmma": (("wgmma_peak", "wgmma peak", "wgmma_tflops"),),
+}
+
+
+def _instruction(rung: str) -> str:
+    """The instruction family a rung computes with: "wgmma", "mma.sync", or "fp32" (the Numba rungs, CUDA cores)."""
+    needs = get(rung).needs
+    return "wgmma" if "wgmma" in needs else "mma.sync" if "mma.sync" in needs else "fp32"
 
 
 def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
-    """Print where ``rung`` stands on the ceiling chain at ``size``^3, from recorded figures only.
+    """Print where ``rung`` stands at ``size``^3, from recorded figures only.
 
-    The rung's newest bench record at size^3 (``results.load_records``) as TFLOP/s and as a percentage
-    of each roof: the FP32 CUDA-core peak, the mma.sync loop bound at the rung's warps and warp tile
-    (fed by ldmatrix), the mma.sync register peak, cuBLAS timed in the same run as the rung, and the
-    datasheet. Rungs 09 and up run wgmma, so only cuBLAS and the datasheet are their roofs. The roofs
-    come from the newest ``hgemm-course ceilings`` record; a roof that record lacks is skipped with a
-    note. Then the rung's recorded profile (``hgemm_course.profile``; under ``folder``/profiles), if one
-    exists. ``folder``: where the results live (default results/). Returns the numbers printed.
+    The rung's newest bench record at size^3 (``results.load_records``) as TFLOP/s, beside the cuBLAS timed in the
+    same run: a reference kernel, not a roof (chapter 00). Then the rung as a percentage of each roof that bounds the
+    instruction it computes with, from the newest ``hgemm-course ceilings`` record: the FP32 CUDA-core peak for the
+    FP32 rungs 01-02; for the mma.sync rungs 03-07 the mma.sync loop bound at the rung's warps and warp tile (fed by
+    ldmatrix) and the mma.sync register peak; for the wgmma rungs 09 and up the wgmma peak. A roof that record lacks
+    is skipped with a note; a roof the rung runs above is printed without a percentage, as a roof measured too low.
+    Then the rung's recorded profile (``hgemm_course.profile``; under ``folder``/profiles), if one exists.
+    ``folder``: where the results live (default results/). Returns the numbers printed: ``roofs`` holds each roof's
+    ``{"label", "tflops", "pct"}`` (``pct`` None above the roof), ``cublas`` the reference's TFLOP/s and the rung's
+    % of it, ``above`` the roofs the rung ran above.
     """
     from .ceilings import rung_bound
     from .roofline import recorded_ceilings
 
-    out: dict = {"rung": rung, "size": size, "tflops": None, "roofs": {}, "skipped": [], "profile": None}
+    out: dict = {"rung": rung, "size": size, "tflops": None, "roofs": {}, "skipped": [], "above": [],
+                 "cublas": None, "profile": None}
     rows = [r for r in load_records(folder) if r["rung"] == rung and r["M"] == r["N"] == r["K"] == size]
     if not rows:
-        print(f"No recorded bench of rung {rung} at {size}^3 yet: `hgemm-course bench {rung} --sizes {size}` "
+        print(f"No recorded bench of rung {rung} at {size}^3: `hgemm-course bench {rung} --sizes {size}` "
               "on a GPU records one.")
     else:
         row = rows[0]
         out.update(tflops=row["tflops"], file=row["file"], date=row["date"], gpu=row["gpu"])
+        pct_cublas = 100.0 * row["tflops"] / row["cublas_tflops"]
+        out["cublas"] = {"tflops": row["cublas_tflops"], "pct": pct_cublas}
         print(f"RECORDED on the {row['gpu']} ({row['file']}, {row['date'][:10]}): rung {rung} at {size}^3 runs "
-              f"{row['tflops']:.1f} TFLOP/s")
+              f"{row['tflops']:.1f} TFLOP/s; cuBLAS, a reference kernel timed in the same run (not a roof), "
+              f"{row['cublas_tflops']:.1f}: the rung is {pct_cublas:.1f}% of it")
 
         ceilings = recorded_ceilings(folder) or {}
-        wgmma = rung[:2].isdigit() and int(rung[:2]) >= 9
+        family = _instruction(rung)
         extra = get(rung).extra                # rungs 03-07: one CTA of 8 warps of 64x64 per SM
         tiles = extra.get("tiles", {})
         warps, wm, wn = extra.get("threads", 256) // 32, tiles.get("wm", 64), tiles.get("wn", 64)
         values = {"fp32": ceilings.get("fp32_tflops"),
                   "mma_sync_bound": (rung_bound(ceilings, (warps, wm, wn)) or {}).get("tflops"),
                   "mma_sync_peak": ceilings.get("mma_sync_tflops"),
-                  "cublas": row["cublas_tflops"],
-                  "datasheet": ceilings.get("datasheet_fp16_tflops")}
+                  "wgmma_peak": ceilings.get("wgmma_tflops")}
         if ceilings:
-            print(f"RECORDED ceilings on the {ceilings['gpu']} ({ceilings['file']}, {ceilings['date'][:10]}); "
-                  "cuBLAS from the rung's own run:")
+            print(f"RECORDED ceilings on the {ceilings['gpu']} ({ceilings['file']}, {ceilings['date'][:10]}), the "
+                  f"roofs of {family if family != 'fp32' else 'FP32 arithmetic on the CUDA cores'}:")
         else:
-            print("No recorded ceilings yet (`hgemm-course ceilings` on a GPU records them); cuBLAS from the "
-                  "rung's own run:")
-        print(f"  {'roof':<48}{'TFLOP/s':>9}{'rung ' + rung + ' is':>14}")
+            print("No recorded ceilings (`hgemm-course ceilings` on a GPU records them).")
         peak = ceilings.get("mma_sync_peak") or {}
-        for key, label, recorded_as in _CHAIN:
-            if wgmma and key not in ("cublas", "datasheet"):
-                continue
+        shown = False
+        for key, label, recorded_as in _ROOFS[family]:
             label = label.format(warps=warps, wm=wm, wn=wn)
             if key == "mma_sync_peak" and peak:
                 label += f", {peak['warps_per_sm']} warps of {peak['warp_tile'][0]}x{peak['warp_tile'][1]}"
             if values[key] is None:
                 out["skipped"].append(recorded_as.format(warps=warps, wm=wm, wn=wn))
                 continue
+            if not shown:
+                print(f"  {'roof':<48}{'TFLOP/s':>9}{'rung ' + rung + ' is':>14}")
+                shown = True
+            if row["tflops"] > values[key]:
+                out["above"].append(key)
+                out["roofs"][key] = {"label": label, "tflops": values[key], "pct": None}
+                print(f"  {label:<48}{values[key]:>9.1f}{'above it':>14}")
+                continue
             pct = 100.0 * row["tflops"] / values[key]
             out["roofs"][key] = {"label": label, "tflops": values[key], "pct": pct}
             print(f"  {label:<48}{values[key]:>9.1f}{pct:>13.1f}%")
+        for key in out["above"]:
+            print(f"  the rung ran above the {out['roofs'][key]['label']}: a roof bounds what the instruction can do, "
+                  "so that measurement of it is wrong (too low), not the rung; `hgemm-course ceilings` re-measures it")
         if out["skipped"]:
             print(f"  skipped, not in the ceilings record: {', '.join(out['skipped'])}; `hgemm-course ceilings` "
                   "on a GPU records them")
-        if "cublas" in out["roofs"] and len(out["roofs"]) > 1:
-            print("  only the cuBLAS ratio is from the same run, and even it moves with the clock each kernel gets "
-                  "(chapter 08); SM cycles do not")
+        if out["roofs"]:
+            print("  the roofs were timed in other runs than the rung, each kernel at the clock it got (chapter 08); "
+                  "only the cuBLAS ratio is from the same run, and SM cycles, where a profile is recorded, do not move "
+                  "with the clock")
 
     try:
         profile = importlib.import_module(f"{__package__}.profile")     # written separately; may be absent
@@ -496,7 +555,7 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
     except (ImportError, AttributeError):
         record = None
     if record is None:
-        print(f"No recorded profile of rung {rung} at {size}^3 yet: `hgemm-course profile {rung} --size {size}` "
+        print(f"No recorded profile of rung {rung} at {size}^3: `hgemm-course profile {rung} --size {size}` "
               "on a GPU records one.")
     else:
         out["profile"] = record
@@ -688,7 +747,7 @@ def rung_parameters(rung_id: str) -> dict[str, str]:
         "CTAs per SM": f"{occ['ctas_per_sm']} (limited by {', '.join(occ['limited_by']).replace('_', ' ')})",
         "ring stages (STAGES)": str(tiles.stages),
         "slices loaded ahead": f"{tiles.stages - int(ahead.rsplit(' ', 1)[1])} ({ahead})",
-        "super tile (SUPER_M x SUPER_N)": "x".join(map(str, module.SUPER)),
+        "super tile (SUPER_M x SUPER_N)": "x".join(map(str, module.SUPER)) if hasattr(module, "SUPER") else "-",
         "grid": "persistent: each CTA walks tiles" if _TILE_WALK.search(code) else "one CTA per tile",
         "cluster": f"{cluster} CTAs along M, B multicast" if cluster > 1 else "none",
         "epilogue": ("stmatrix to shared memory, TMA store" if "tma_store_2d" in code
@@ -837,7 +896,7 @@ def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, fo
     for rung in rungs:
         record = profile.recorded_profile(rung, M=size, folder=folder)
         if record is None:
-            print(f"No recorded profile of rung {rung} at {size}^3 yet: `hgemm-course profile {rung} --size {size}` "
+            print(f"No recorded profile of rung {rung} at {size}^3: `hgemm-course profile {rung} --size {size}` "
                   "on a GPU records one.")
         else:
             records.append(record)
@@ -854,7 +913,7 @@ def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, fo
             ("issue slots busy (%)", lambda r, _: f"{r['issue_active_pct']:.1f}"),
             ("warps per SM (achieved)", lambda r, _: f"{r['warps_per_sm']:.1f}"),
             ("DRAM read (MB)", lambda r, _: f"{r['dram_read_bytes'] / 1e6:,.0f}"),
-            ("L2 hit rate (%)", lambda r, _: f"{r['l2_hit_pct']:.1f}")]
+            ("L2 hit rate, lts__t_sector_hit_rate (%)", lambda r, _: f"{r['l2_hit_pct']:.1f}")]
     rows += [(f"stalled warps on {reason} (%)", lambda r, s, reason=reason: f"{s.get(reason, 0.0):.1f}")
              for reason in stalls]
     print(f"{'':<42}" + "".join(f"{'rung ' + r['rung']:>12}" for r in records))
