@@ -139,7 +139,8 @@ def pipeline_figure(*, rung="07", stages=None, k_tiles=12, tiles=2, load_latency
             f"predicted tensor-core busy at K={PREDICT_K}: {data['predicted_busy_pct']:.1f}%")
     if recorded is not None:
         text += (f"\nrecorded on the H200 ({recorded['file']}, {recorded['date'][:10]}): tensor pipe active "
-                 f"{recorded['tensor_pipe_active_pct']:.1f}% at {recorded['M']}^3")
+                 f"{recorded['tensor_pipe_active_pct']:.1f}% at {recorded['M']}^3\n(another quantity: the share of "
+                 "cycles the pipe holds work, at the hardware's own rate, not the model's fitted one)")
     ax.text(1.01, 0.0, text, transform=ax.transAxes, fontsize=8, va="bottom", ha="left",
             bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#999999"})
     where = (f"{data['idle_waiting_cycles']:.0f} waiting for slices to land, "
