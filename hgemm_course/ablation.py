@@ -90,16 +90,31 @@ def show_ring_waits(path: Path | str = HOPPER / "ablate_ring_depth.json") -> lis
 def stalls_by_instruction(path: Path | str, reason: str = "stall_long_sb", top: int = 3) -> list[dict]:
     """From ncu's source page (``ncu --import R --page source --csv --print-source sass``): the SASS
     instructions with the most warp samples stalled for ``reason``, each with the instruction before it
-    (a stall is charged to the instruction that waits, often the branch after the barrier test it waits on)."""
+    (a stall is charged to the instruction that waits, often the branch after the barrier test it waits on),
+    how many times a warp executed it (``executed``, ncu's "Instructions Executed") and with how many threads
+    on average (``threads``, ncu's "Avg. Threads Executed")."""
     path = results_dir() / path
     rows = list(csv.reader(path.open()))
     head, body = rows[1], rows[2:]
     stalled, samples = head.index(reason), head.index("Warp Stall Sampling (All Samples)")
+    executed, threads = head.index("Instructions Executed"), head.index("Avg. Threads Executed")
     total = sum(int(r[samples]) for r in body)
     ranked = sorted(range(len(body)), key=lambda i: -int(body[i][stalled]))[:top]
     return [{"instruction": body[i][1].strip(), "after": body[i - 1][1].strip() if i else "",
-             "samples": int(body[i][stalled]), "share_of_all_samples": int(body[i][stalled]) / total}
+             "samples": int(body[i][stalled]), "share_of_all_samples": int(body[i][stalled]) / total,
+             "executed": int(body[i][executed]), "threads": float(body[i][threads])}
             for i in ranked]
+
+
+def show_stalls_by_instruction(path: Path | str, reason: str = "stall_long_sb", top: int = 3) -> list[dict]:
+    """:func:`stalls_by_instruction` printed, one line per instruction; returns its rows."""
+    found = stalls_by_instruction(path, reason, top)
+    print(f"RECORDED (results/{Path(path).as_posix()}): the {top} SASS instructions with the most {reason} samples")
+    print(f"{'share of all samples':>21}{reason:>15}{'executed':>10}{'threads':>8}  instruction, after")
+    for row in found:
+        print(f"{row['share_of_all_samples']:>21.1%}{row['samples']:>15}{row['executed']:>10}{row['threads']:>8.0f}  "
+              f"{row['instruction']}, after {row['after']}")
+    return found
 
 
 def compare_steps(a: tuple[Path | str, str], b: tuple[Path | str, str], size: int = 8192) -> verdict.Verdict:

@@ -113,11 +113,22 @@ def plan_rows(shapes, units: int = UNITS) -> list[dict]:
 def format_plans(shapes, units: int = UNITS) -> str:
     head = (f"{'M x N x K':>18} {'waves':>6} {'rung 11':>8} {'128x128':>8} {'128x64':>8} {'rung 12':>8}   "
             "the plan runs")
-    lines = [head]
+    lines = ["busy fractions as the plan weighs them: 'rung 11' is its 128x256 tiles on the super tile the plan picks "
+             "for the shape (the busiest walk of its list; 1x1 without clusters within one wave), not only rung 11's "
+             "own 16x2; the smaller tiles are charged for their speed; 'rung 12' is its best sk_waves", head]
     for r in plan_rows(shapes, units):
         lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['rung 11']:8.0%} {r['128x128']:8.0%} "
                      f"{r['128x64']:8.0%} {r['rung 12']:8.0%}   {r['launch']}")
     return "\n".join(lines)
+
+
+def reason_text(p) -> str:
+    """The plan's reason, with the gain of dividing by K signed: where rung 12's best split is less busy than
+    rung 11, the plan's "would gain 0.0%" reads "would gain nothing (rung 12 -x%)"."""
+    gain = p.efficiency[f"rung 12, sk_waves={p.sk_waves}"] / p.efficiency["rung 11"] - 1
+    if gain < 0:
+        return p.reason.replace("would gain 0.0%", f"would gain nothing (rung 12 {gain:+.1%})")
+    return p.reason
 
 
 def alignment_rows() -> list[dict]:
@@ -203,23 +214,42 @@ def probe_rows(*names: str, units: int = UNITS) -> list[dict]:
     return rows
 
 
-def format_probe(*names: str, units: int = UNITS) -> str:
+def format_probe(*names: str, units: int = UNITS, elsewhere: tuple[str, ...] = ()) -> str:
     """The recorded probes' table, a line per launch the plan ran at a shape: the median of its timings, the
-    fastest launch's median and, where it was another launch, its name; then a line where the plan in this code
-    runs a launch the probe's plan did not."""
+    fastest launch's median and its name ("this launch" where it is the launch on that line);
+    then a line where the plan in this code runs a launch the probe's plan did not, with its median there, or,
+    where these probes did not time it, its median in the probes ``elsewhere`` that did."""
+    other = probe_rows(*elsewhere, units=units) if elsewhere else []
     lines = [f"RECORDED on the NVIDIA H200 ({', '.join(names)}), medians of % of cuBLAS:",
-             f"{'M x N x K':>18} {'plan':>6} {'fastest':>8}   the launch the plan ran (and the fastest, where another)"]
+             f"{'M x N x K':>18} {'plan':>6} {'fastest':>8}   the launch the plan ran; the fastest launch timed"]
     for r in probe_rows(*names, units=units):
         shape = "x".join(map(str, r["shape"]))
         for i, (launch, pct) in enumerate(r["ran"].items()):
             fastest = f"{r['best_pct']:8.1f}" if i == 0 else " " * 8
-            other = f"   fastest: {r['best']}" if i == 0 and r["best_is_other"] else ""
-            lines.append(f"{shape if i == 0 else '':>18} {pct:6.1f} {fastest}   {launch}{other}")
+            named = ""
+            if i == 0:
+                named = ("   fastest: this launch" if r["best"] == launch
+                         else f"   fastest: {r['best']}, the probe's timing of a launch the plan ran"
+                         if r["best"] not in r["ran"] and not r["best_is_other"] else f"   fastest: {r['best']}")
+            lines.append(f"{shape if i == 0 else '':>18} {pct:6.1f} {fastest}   {launch}{named}")
         if r["plan_now"] not in r["ran"]:
             pct = "-" if r["plan_now_pct"] is None else f"{r['plan_now_pct']:.1f}"
-            lines.append(f"{'':>18} {pct:>6} {'':>8}   this code's plan: {r['plan_now']}"
-                         + (" (not timed)" if r["plan_now_pct"] is None else ""))
+            note = ""
+            if r["plan_now_pct"] is None:
+                there = next((o for o in other if o["shape"] == r["shape"] and o["plan_now"] == r["plan_now"]
+                              and o["plan_now_pct"] is not None), None)
+                note = (" (not timed in these probes; " + (f"{there['plan_now_pct']:.1f} in "
+                        f"{', '.join(elsewhere)})" if there else "nor elsewhere)"))
+            lines.append(f"{'':>18} {pct:>6} {'':>8}   this code's plan: {r['plan_now']}{note}")
     return "\n".join(lines)
+
+
+def recorded_plan_launches() -> dict[tuple, set[str]]:
+    """Per shape, the launches gemm()'s plan ran in the recorded tile probes (results/tile_probe_*.json)."""
+    if REPO_ROOT is None:
+        return {}
+    probes = sorted(p.name for p in (REPO_ROOT / "results").glob("tile_probe_*.json"))
+    return {shape: set(entry["plan"]) for shape, entry in probe_timings(*probes).items() if entry["plan"]}
 
 
 # ----------------------------------------------------------------------------- recorded: the shape sweep
@@ -228,20 +258,25 @@ def format_probe(*names: str, units: int = UNITS) -> str:
 def sweep_rows(records=None, units: int = UNITS) -> dict:
     """The course's sweep (:func:`hgemm_course.viz.shape_sweep_data`): per shape rung 11's and rung 12's own
     launches, the launch the plan picks in this code, and gemm()'s own launches timed in the same run. Returns
-    ``{'file', 'gpu', 'rows': [{'shape', 'waves', 'rung 11', 'rung 12', 'launch', 'gemm'}], 'nonsquare',
-    'geomean', 'lowest'}`` (the last two over the non-square shapes, of gemm()'s timings)."""
+    ``{'file', 'gpu', 'rows': [{'shape', 'waves', 'rung 11', 'rung 12', 'launch', 'gemm', 'differs_from_probes'}],
+    'nonsquare', 'geomean', 'lowest'}`` (the last two over the non-square shapes, of gemm()'s timings);
+    ``differs_from_probes``: the tile probes recorded gemm()'s plan at this shape running launches other than the
+    one this code's plan picks."""
     import math
 
     from .plan import plan
     from .viz import shape_sweep_data
 
     data = shape_sweep_data(records)
+    probed = recorded_plan_launches()
     rows = []
     for i, shape in enumerate(data["shapes"]):
         p = plan(*shape, units=units)
+        ran = probed.get(tuple(shape))
         rows.append({"shape": shape, "waves": p.tiles / p.units, "rung 11": data["pct"]["11"][i],
                      "rung 12": data["pct"]["12"][i], "launch": launch_text(p),
-                     "gemm": data["planned_pct"][i] if data["plan_measured"][i] else None})
+                     "gemm": data["planned_pct"][i] if data["plan_measured"][i] else None,
+                     "differs_from_probes": ran is not None and launch_text(p) not in ran})
     timed = [r["gemm"] for r in rows if r["gemm"] is not None and not r["shape"][0] == r["shape"][1] == r["shape"][2]]
     return {"file": data["file"], "gpu": data["gpu"], "rows": rows,
             "nonsquare": sum(1 for r in rows if not r["shape"][0] == r["shape"][1] == r["shape"][2]),
@@ -251,14 +286,16 @@ def sweep_rows(records=None, units: int = UNITS) -> dict:
 
 def format_sweep(records=None, units: int = UNITS) -> str:
     data = sweep_rows(records, units)
-    lines = [f"RECORDED on the {data['gpu']} ({data['file']}), % of cuBLAS; 'gemm()' is gemm()'s own launch in that "
-             "run, 'the plan runs' the launch plan() picks in this code (a bench run records gemm()'s time, not its "
-             "launch):",
+    lines = [f"RECORDED on the {data['gpu']} ({data['file']}), % of cuBLAS. 'gemm()' is gemm()'s own launch in that "
+             "run, of the plan as it was when recorded: a bench run records gemm()'s time, not the launch it ran, so "
+             "which launch that was cannot be recovered. 'the plan runs' is the launch plan() picks in this code; * "
+             "marks a shape where the tile probes recorded gemm()'s plan running another launch than that:",
              f"{'M x N x K':>18} {'waves':>6} {'rung 11':>8} {'rung 12':>8} {'gemm()':>8}   the plan runs"]
     for r in data["rows"]:
         gemm = "-" if r["gemm"] is None else f"{r['gemm']:.1f}"
+        mark = "*" if r["differs_from_probes"] else " "
         lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['rung 11']:8.1f} {r['rung 12']:8.1f} "
-                     f"{gemm:>8}   {r['launch']}")
+                     f"{gemm:>8} {mark} {r['launch']}")
     if data["geomean"] is not None:
         lines.append(f"gemm() on the {data['nonsquare']} non-square shapes: geometric mean {data['geomean']:.1f}%, "
                      f"lowest {data['lowest']:.1f}% of cuBLAS")

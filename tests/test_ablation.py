@@ -59,8 +59,18 @@ def test_tile_width_names_the_widths_it_refuses(capsys):
 
 
 def test_rung_09_long_scoreboard_sits_on_the_full_barrier_wait():
-    top = ablation.stalls_by_instruction(H / "ncu_k09_source_sass_4096.csv")[0]
+    top, second = ablation.stalls_by_instruction(H / "ncu_k09_source_sass_4096.csv")[:2]
     assert "TRYWAIT" in top["after"] and top["share_of_all_samples"] > 0.3
+    # the full wait: every thread of each of the 4 warps, once per k-slice of each 128x128 tile at 4096^3
+    assert top["threads"] == 32 and top["executed"] == (4096 // 128) ** 2 * 4 * (4096 // 64)
+    # thread 0's empty wait: one thread, a small share of the samples
+    assert "TRYWAIT" in second["after"] and second["threads"] == 1 and second["share_of_all_samples"] < 0.02
+
+
+def test_show_stalls_by_instruction_prints_the_counts(capsys):
+    ablation.show_stalls_by_instruction(H / "ncu_k09_source_sass_4096.csv")
+    out = capsys.readouterr().out
+    assert "262144" in out and "[UR7]" in out and "[R3+URZ]" in out
 
 
 @pytest.mark.parametrize("label", ["nonexistent"])

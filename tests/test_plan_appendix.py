@@ -158,3 +158,37 @@ def test_chapter_12_teaches_stream_k_and_leaves_the_plan_to_the_appendix():
         outputs = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
         assert not re.search(r"\d\d:\d\d UTC|latest run|plan: rung \d+$", text + outputs, flags=re.M)
         assert "BEGIN SOLUTION" not in outputs and "Warning" not in outputs
+
+
+def test_the_plans_table_says_which_rung_11_it_weighs_and_the_reason_signs_the_gain():
+    text = plan_tables.format_plans([(7168, 7168, 2048)])
+    assert "the super tile the plan picks" in text.splitlines()[0]
+    p = plan(7168, 7168, 2048, units=66)
+    reason = plan_tables.reason_text(p)
+    assert "would gain 0.0%" not in reason and "would gain nothing (rung 12 -" in reason
+
+
+@needs_checkout
+def test_the_sweep_table_says_gemms_launch_is_not_recorded_and_marks_plans_that_moved():
+    try:
+        data = plan_tables.sweep_rows()
+    except ValueError:
+        pytest.skip("no recorded sweep")
+    probed = plan_tables.recorded_plan_launches()
+    for r in data["rows"]:
+        ran = probed.get(tuple(r["shape"]))
+        assert r["differs_from_probes"] == (ran is not None and r["launch"] not in ran)
+    text = plan_tables.format_sweep()
+    assert "cannot be recovered" in text.splitlines()[0]
+    for r in data["rows"]:
+        line = next(line for line in text.splitlines() if line.strip().startswith("x".join(map(str, r["shape"]))))
+        assert (f" * {r['launch']}" in line) == r["differs_from_probes"]
+
+
+@needs_checkout
+def test_a_launch_not_timed_in_one_probe_is_found_in_another():
+    text = plan_tables.format_probe("tile_probe_nvidia-h200_20261201T180119_e5c91a.json",
+                                    elsewhere=("tile_probe_nvidia-h200_20261201T191132_499508.json",
+                                               "tile_probe_nvidia-h200_20261201T191335_6e60e9.json"))
+    assert "(not timed)" not in text
+    assert all("fastest:" in line for line in text.splitlines()[2:] if line[:18].strip())
