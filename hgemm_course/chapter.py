@@ -140,7 +140,7 @@ def ceilings_or_show() -> dict | None:
     here = target.runnable()
     why = None if here is None else here.refusal("measuring the ceiling chain", chain.NEEDS)
     if here is not None and why is None:
-        ceilings = chain.measure_ceilings()
+        ceilings = chain.measure_ceilings(progress=False)   # the chapter prints the chain, no bar
         label = _measured_on(here)
     else:
         if why is not None:
