@@ -10,6 +10,8 @@
 Groups (each a JSON file of the format chapter.show_ablation reads):
     07_to_09     rung 07; rung 07 at rung 09's tile, stages and super tile; rung 09; rung 09 with each of its
                  other settings put back (4 stages, 8x4 super tile, one CTA per SM, prefetch STAGES - 1)
+    07_settings  rung 07 moved to rung 09's settings one at a time: the 128x128 tile (and with it 4 warps), then
+                 3 stages, then the 16x2 super tile
     09_to_10     rung 09 at 4 stages; warp specialization with one consumer (1p1c) at 128x128; two
                  consumers (1p2c) at 128x128; 1p2c at 128x256 (rung 10)
     ring_depth   1p1c at 128x128 with 2, 3 and 4 stages (wgmma wait depth 0, so 2 stages can run), and rung 10
@@ -184,6 +186,12 @@ def groups() -> dict[str, list]:
             ("09 + 8x4 super tile", r09(super_mn=(8, 4))),
             ("09 + 1 CTA/SM", r09(extra_smem=100 * 1024)),
             ("09 + wait 0, prefetch S-1", r09(edits=K09_PREFETCH_STAGES_1, name="k09_prefetch_stages_1")),
+        ],
+        "07_settings": [
+            ("07 as it is", r07(r07_tma.TILES, r07_tma.SUPER)),
+            ("07 at 128x128, 4 warps", r07(dataclasses.replace(r07_at_09, stages=r07_tma.TILES.stages), r07_tma.SUPER)),
+            ("07 at 128x128 s3", r07(r07_at_09, r07_tma.SUPER)),
+            ("07 at 09's 128x128 s3 16x2", r07(r07_at_09, r09_wgmma.SUPER)),
         ],
         "09_to_10": [
             ("09 at 4 stages", r09(dataclasses.replace(t09, stages=4))),

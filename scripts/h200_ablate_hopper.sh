@@ -3,6 +3,7 @@
 # tool:
 #   run(command="STEPS='a' bash scripts/h200_ablate_hopper.sh", carry=[".whl"])     # 07_to_09 09_to_10 ring_depth
 #   run(command="STEPS='b' bash scripts/h200_ablate_hopper.sh", carry=[".whl"])     # the other groups, L2, ncu
+#   run(command="STEPS='c' bash scripts/h200_ablate_hopper.sh", carry=[".whl"])     # rung 07 moved to rung 09's settings one at a time
 # What lands under results/tuning/2026-12-02/ comes back in $OUT/results.tgz.
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
@@ -15,6 +16,9 @@ probe() { timeout "$1" python3 research/ablate_hopper.py --out "$DAY/ablate_hopp
   | tee -a "$DAY/ablate_hopper/log.txt" | grep -v "^ *$" | tail -40; status=$((status | PIPESTATUS[0])); }
 if step a; then
   probe 560 07_to_09 09_to_10 ring_depth
+fi
+if step c; then
+  probe 300 07_settings
 fi
 if step b; then
   probe 300 tile_width wait_unroll 10_to_11

@@ -77,3 +77,10 @@ def test_show_stalls_by_instruction_prints_the_counts(capsys):
 def test_against_names_a_recorded_step(label):
     with pytest.raises(KeyError):
         ablation.show(H / "ablate_09_to_10.json", {"10 1p2c 128x128": label})
+
+
+def test_rung_07s_smaller_tile_pays_only_through_the_second_cta_it_makes_room_for():
+    got = outcomes(H / "ablate_07_settings.json")
+    assert got[("07 as it is", "07 at 128x128, 4 warps")] == "more"
+    assert got[("07 at 128x128, 4 warps", "07 at 128x128 s3")] == "fewer"
+    assert got[("07 at 128x128 s3", "07 at 09's 128x128 s3 16x2")] == "level"
