@@ -26,11 +26,13 @@ def load(path: Path | str) -> tuple[Path, dict, list[dict]]:
     return path, data["provenance"], data["variants"]
 
 
-def _heading(path: Path, prov: dict) -> str:
+def heading(path: Path, prov: dict) -> str:
+    """The RECORDED line a recorded file's table starts with."""
     return f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):"
 
 
-def _cycles(row: dict, n: str) -> list[int]:
+def cycles_at(row: dict, n: str) -> list[int]:
+    """The SM cycles of each logged launch of a recorded step at size ``n`` ([] where the run kept none)."""
     return [c["cycles"] for c in row["timing"].get(n, {}).get("launch_clocks") or ()]
 
 
@@ -44,7 +46,7 @@ def show(path: Path | str, against: dict[str, str | None] | None = None) -> list
     counters = [(name, metric) for name, metric in COUNTERS if any(metric in next(iter(r.get("ncu", {}).values()), {})
                                                                    for r in rows)]
     width = max(len(r["label"]) for r in rows) + 2
-    print(_heading(path, prov))
+    print(heading(path, prov))
     print(f"{'step':<{width}}{'regs':>5}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
           + "".join(f"{name:>14}" for name, _ in counters))
     for row in rows:
@@ -57,7 +59,7 @@ def show(path: Path | str, against: dict[str, str | None] | None = None) -> list
         print(f"{row['label']:<{width}}{row.get('registers', '-'):>5}{cells}" + "".join(
             f"{taken[m]:>14.2f}" if taken.get(m) is not None else f"{'-':>14}" for _, m in counters))
     n = str(sizes[-1])
-    timed = [r for r in rows if _cycles(r, n)]
+    timed = [r for r in rows if cycles_at(r, n)]
     by_label = {r["label"]: r for r in timed}
     found = []
     for before, after in zip(timed, timed[1:]):
@@ -66,7 +68,7 @@ def show(path: Path | str, against: dict[str, str | None] | None = None) -> list
             if against[after["label"]] is None:         # a step that starts a new line of the table
                 continue
             base = by_label[against[after["label"]]]
-        found.append(verdict.compare(base["label"], _cycles(base, n), after["label"], _cycles(after, n),
+        found.append(verdict.compare(base["label"], cycles_at(base, n), after["label"], cycles_at(after, n),
                                      f"SM cycles at {n}^3"))
     for judged in found:
         print(judged)
@@ -79,7 +81,7 @@ def show_ring_waits(path: Path | str = HOPPER / "ablate_ring_depth.json") -> lis
     path, prov, rows = load(path)
     waited = [r for r in rows if r.get("ring_waits")]
     width = max(len(r["label"]) for r in waited) + 2
-    print(_heading(path, prov))
+    print(heading(path, prov))
     print(f"{'step':<{width}}{'size':>6}{'producer waits %':>18}{'consumers wait %':>18}")
     for r in waited:
         w = r["ring_waits"]
@@ -123,7 +125,7 @@ def compare_steps(a: tuple[Path | str, str], b: tuple[Path | str, str], size: in
     (_, _, rows_a), (_, _, rows_b) = load(a[0]), load(b[0])
     step_a = next(r for r in rows_a if r["label"] == a[1])
     step_b = next(r for r in rows_b if r["label"] == b[1])
-    judged = verdict.compare(a[1], _cycles(step_a, str(size)), b[1], _cycles(step_b, str(size)),
+    judged = verdict.compare(a[1], cycles_at(step_a, str(size)), b[1], cycles_at(step_b, str(size)),
                              f"SM cycles at {size}^3")
     print(judged)
     return judged

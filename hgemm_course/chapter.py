@@ -16,7 +16,6 @@ from pathlib import Path
 from . import harness, target, verdict
 from .harness import format_table
 from .ladder import get, registry
-from .paths import results_dir
 from .results import load_records
 
 
@@ -654,11 +653,11 @@ def show_l2_promotion(path: Path | str = L2_PROMOTION) -> list:
     """The recorded L2-promotion ablation of rung 07 (research/ablate_l2_promotion.py): per promotion, SM cycles,
     clock and % of cuBLAS at each size, and ncu's DRAM bytes, L2 hit rate and L2 sectors per request of one
     8192^3 launch; then each promotion's cycles against none's at the largest size, as verdicts."""
-    path = results_dir() / path
-    data = json.loads(path.read_text())
-    prov, rows = data["provenance"], data["variants"]
+    from . import ablation
+
+    path, prov, rows = ablation.load(path)
     sizes = sorted({int(n) for row in rows for n in row["timing"]})
-    print(f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):")
+    print(ablation.heading(path, prov))
     print(f"{'L2 promotion':<14}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
           + f"{'DRAM MB':>10}{'L2 hit %':>10}{'sectors/req':>12}")
     for row in rows:
@@ -672,10 +671,9 @@ def show_l2_promotion(path: Path | str = L2_PROMOTION) -> list:
         print(f"{label:<14}{cells}{extra}")
     n = str(sizes[-1])
     baseline = next(row for row in rows if row["l2_promotion"] == 0)
-    found = [verdict.compare("no promotion", [c["cycles"] for c in baseline["timing"][n]["launch_clocks"]],
-                             f"{row['l2_promotion']} B promotion",
-                             [c["cycles"] for c in row["timing"][n]["launch_clocks"]], f"SM cycles at {n}^3")
-             for row in rows if row["l2_promotion"] and "launch_clocks" in row["timing"][n]]
+    found = [verdict.compare("no promotion", ablation.cycles_at(baseline, n), f"{row['l2_promotion']} B promotion",
+                             ablation.cycles_at(row, n), f"SM cycles at {n}^3")
+             for row in rows if row["l2_promotion"] and ablation.cycles_at(row, n)]
     if not found:
         print("This run kept each promotion's median cycles only, not its launches', so it gives no spread to judge "
               "the differences by: `python3 research/ablate_l2_promotion.py` on a GPU measures them with it.")
