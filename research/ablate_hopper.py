@@ -129,6 +129,13 @@ def k10_kernel(tiles, consumers: int = 2, edits=(), name: str | None = None, sup
                           grid=lambda M, N: grid_1d(M, N, tiles, super_mn), smem_layout=r07_tma.tma_ring(tiles))
 
 
+def k10_source_name(consumers: int, edits) -> str | None:
+    """The .ablate/ name of rung 10's source with one consumer and/or wait depth 0 (None: the source as it is)."""
+    if consumers == 2 and not edits:
+        return None
+    return "k10" + ("_1p1c" if consumers == 1 else "") + ("_wait0" if edits else "")
+
+
 def tma_launch(kernel: TemplateKernel, bm: int, bk: int = 64):
     def launch(a, b, c):
         kernel.launch(a, b, c, *tensormap.tensor_maps(a, b, bm, bk))
@@ -145,6 +152,18 @@ def r11_launch(tiles, cluster_m: int, persistent: bool):
         kernel.launch(a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk),
                       r11._map_c(c.data.ptr, *c.shape, tiles.bm // 2))
     return kernel, launch
+
+
+RING_DEPTH = {                   # the ring_depth group, label -> (tiles, consumers, edits); each also has its
+                                 # ring's waits measured (ring_waits)
+    "1p1c 128x128 s2 wait 0": (WS(bm=128, bn=128, bk=64, stages=2), 1, (K10_WAIT_DEPTH_0,)),
+    "1p1c 128x128 s3 wait 0": (WS(bm=128, bn=128, bk=64, stages=3), 1, (K10_WAIT_DEPTH_0,)),
+    "1p1c 128x128 s4 wait 0": (WS(bm=128, bn=128, bk=64, stages=4), 1, (K10_WAIT_DEPTH_0,)),
+    "1p1c 128x128 s3 wait 1": (WS(bm=128, bn=128, bk=64, stages=3), 1, ()),
+    "1p1c 128x128 s4 wait 1": (WS(bm=128, bn=128, bk=64, stages=4), 1, ()),
+    "10 128x256 s3": (dataclasses.replace(r10.TILES, stages=3), 2, ()),
+    "10 128x256 s4 (rung 10)": (r10.TILES, 2, ()),
+}
 
 
 def groups() -> dict[str, list]:
@@ -199,17 +218,8 @@ def groups() -> dict[str, list]:
             ("10 1p2c 128x128", k10(t128, 2)),
             ("10 1p2c 128x256 (rung 10)", k10(t10, 2)),
         ],
-        "ring_depth": [
-            ("1p1c 128x128 s2 wait 0", k10(dataclasses.replace(t128, stages=2), 1, (K10_WAIT_DEPTH_0,),
-                                           "k10_1p1c_wait0")),
-            ("1p1c 128x128 s3 wait 0", k10(dataclasses.replace(t128, stages=3), 1, (K10_WAIT_DEPTH_0,),
-                                           "k10_1p1c_wait0")),
-            ("1p1c 128x128 s4 wait 0", k10(t128, 1, (K10_WAIT_DEPTH_0,), "k10_1p1c_wait0")),
-            ("1p1c 128x128 s3 wait 1", k10(dataclasses.replace(t128, stages=3), 1, name="k10_1p1c")),
-            ("1p1c 128x128 s4 wait 1", k10(t128, 1, name="k10_1p1c")),
-            ("10 128x256 s3", k10(dataclasses.replace(t10, stages=3))),
-            ("10 128x256 s4 (rung 10)", k10(t10)),
-        ],
+        "ring_depth": [(label, k10(tiles, consumers, edits, k10_source_name(consumers, edits)))
+                       for label, (tiles, consumers, edits) in RING_DEPTH.items()],
         "tile_width": widths,
         "wait_unroll": [
             ("10 as it is (wait 1)", k10(t10)),
@@ -253,15 +263,6 @@ def ring_waits(label: str, tiles, consumers: int, edits, n: int) -> dict:
             "consumer_wait_pct": 100 * waited[1] / ran[1] if ran[1] else None, **got}
 
 
-RING_WAIT_VARIANTS = {           # label -> (tiles, consumers, edits) of the ring_depth group
-    "1p1c 128x128 s2 wait 0": (WS(bm=128, bn=128, bk=64, stages=2), 1, (K10_WAIT_DEPTH_0,)),
-    "1p1c 128x128 s3 wait 0": (WS(bm=128, bn=128, bk=64, stages=3), 1, (K10_WAIT_DEPTH_0,)),
-    "1p1c 128x128 s4 wait 0": (WS(bm=128, bn=128, bk=64, stages=4), 1, (K10_WAIT_DEPTH_0,)),
-    "1p1c 128x128 s3 wait 1": (WS(bm=128, bn=128, bk=64, stages=3), 1, ()),
-    "1p1c 128x128 s4 wait 1": (WS(bm=128, bn=128, bk=64, stages=4), 1, ()),
-    "10 128x256 s3": (dataclasses.replace(r10.TILES, stages=3), 2, ()),
-    "10 128x256 s4 (rung 10)": (r10.TILES, 2, ()),
-}
 
 
 # ---------------------------------------------------------------- the run
@@ -292,8 +293,8 @@ def run_group(name: str, variants: list, sizes, repeats: int) -> list[dict]:
                 "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": harness.tflops(n, n, n, ms),
                 "pct_cublas_pairs": [100 * c / f for f, c in zip(vs_cublas.fn_ms, vs_cublas.reference_ms)],
                 **(clocked.summary() if clocked else {})}
-        if name == "ring_depth" and row["verified"] and label in RING_WAIT_VARIANTS:
-            row["ring_waits"] = ring_waits(label, *RING_WAIT_VARIANTS[label], max(sizes))
+        if name == "ring_depth" and row["verified"] and label in RING_DEPTH:
+            row["ring_waits"] = ring_waits(label, *RING_DEPTH[label], max(sizes))
         rows.append(row)
         cells = ", ".join(f"{n}: {t['pct_cublas']:.1f}% of cuBLAS, {t.get('cycles', 0) / 1e6:.3f} Mcycles at "
                           f"{t.get('clock_ghz') or 0:.3f} GHz" for n, t in row["timing"].items())
