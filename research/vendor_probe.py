@@ -1,0 +1,207 @@
+# Question: on the shapes users bring (small M, small cubes, LLM projections, misaligned rows, K-light and K-heavy),
+# how does gemm() compare with the faster of cupy.matmul (cuBLAS) and torch.matmul (cuBLASLt), which of rung 11's
+# and rung 12's smaller tiles would pay there, and what does a call cost the host?
+"""Times gemm(), cupy.matmul, torch.matmul and candidate kernels over a list of shapes on one GPU (needs a GPU).
+
+Per shape: every variant is verified once (C poisoned with NaN, FP32 reference), then timed in rounds, the
+variants in a fresh random order each round, 20 launches each queued behind a stream hold, inputs rotated past
+the L2. Per-call host time is timed apart, inside a hold, so the loop measures Python and the driver only.
+
+    python research/vendor_probe.py --out results/tuning/2026-12-02/vendor_probe
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import random
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import cupy
+
+import hgemm_course
+from hgemm_course import harness, results
+from hgemm_course.ladder import r11_persistent as r11
+from hgemm_course.ladder import r12_streamk as r12
+
+SHAPES = [
+    # M sweep at N = K = 4096
+    *[(m, 4096, 4096) for m in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)],
+    # small cubes
+    *[(n, n, n) for n in (256, 384, 512, 768, 1024, 1536, 2048)],
+    # LLM projections (decode and prefill)
+    (16, 11008, 4096), (64, 28672, 8192), (128, 8192, 28672), (2048, 11008, 4096), (2048, 4096, 11008),
+    (1024, 28672, 8192), (512, 8192, 8192),
+    # rows off 128-byte boundaries
+    (1000, 1000, 1000), (4096, 4096, 7000), (4096, 4096, 9000), (2048, 7000, 4096), (3000, 5000, 7000),
+    # K-light and K-heavy
+    (8192, 8192, 256), (4096, 4096, 128), (512, 512, 16384), (1024, 1024, 32768), (256, 256, 65536),
+    (8192, 8192, 8192),
+]
+BIG_FLOPS = 2 * 4096 ** 3          # candidates are timed only below this
+
+
+def tiles(bm, bn, stages):
+    return replace(r11.TILES, bm=bm, bn=bn, stages=stages)
+
+
+def candidates(M, N, K):
+    """name -> launcher of C = A @ B, for the smaller tiles of rungs 11 and 12."""
+    out = {}
+    for bm, bn, st in ((64, 64, 8), (64, 128, 8), (64, 256, 5), (128, 128, 6)):
+        cons = 1 if bm == 64 else 2
+        t = tiles(bm, bn, st)
+        one_wave = -(-M // bm) * -(-N // bn) <= 132
+        sup = (1, 1) if one_wave else (8, 2)
+        out[f"r11 {bm}x{bn}"] = (lambda t=t, sup=sup, cons=cons: lambda a, b, c: r11.launch(
+            a, b, c, t, sup, None, 1, cons))()
+        out[f"r12 {bm}x{bn} sk0"] = (lambda t=t, cons=cons: lambda a, b, c: r12.launch(
+            a, b, c, t, (8, 2), 1, cons, 0))()
+    return out
+
+
+def torch_matmul():
+    try:
+        import torch
+    except ImportError:
+        return None
+    cache = {}
+
+    def view(x):
+        t = cache.get(id(x))
+        if t is None or t[0] is not x:
+            t = cache[id(x)] = (x, torch.from_dlpack(x))
+        return t[1]
+
+    return lambda a, b, c: torch.matmul(view(a), view(b), out=view(c))
+
+
+def torch_version():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "cublaslt": "torch.matmul"}
+
+
+def inputs(M, N, K, l2):
+    sets = []
+    for _ in range(harness.input_sets_needed(M, N, K, l2)):
+        a = cupy.random.uniform(-1, 1, (M, K), dtype=cupy.float32).astype(cupy.float16)
+        b = cupy.random.uniform(-1, 1, (K, N), dtype=cupy.float32).astype(cupy.float16)
+        sets.append((a, b, cupy.empty((M, N), cupy.float16)))
+    return sets
+
+
+def verified(fn, a, b, reference, K):
+    c = cupy.full(reference.shape, cupy.nan, cupy.float16)
+    fn(a, b, c)
+    return harness.compare(c, reference, K=K)
+
+
+def host_us(fn, a, b, c, calls=48, repeats=9):
+    times = []
+    for _ in range(repeats):
+        with harness.StreamHold():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn(a, b, c)
+            times.append((time.perf_counter() - t0) / calls * 1e6)
+        cupy.cuda.get_current_stream().synchronize()
+    return statistics.median(times)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", type=int, default=None, help="first N shapes")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    gpu = hgemm_course.device.require_gpu("probe")
+    torch_mm = torch_matmul()
+    rng = random.Random(0)
+    gemm = lambda a, b, c: hgemm_course.gemm(a, b, out=c)           # noqa: E731
+    vendors = {"cupy": harness.cublas, **({"torch": torch_mm} if torch_mm else {})}
+
+    # host time per call, where the kernel is shorter than the call
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from api_vs_launch import kernel_call
+
+    from hgemm_course.plan import planned_rung
+
+    host, profile_text = {}, ""
+    for M, N, K in ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048)):
+        a, b, c = inputs(M, N, K, 0)[0]
+        fns = {"gemm_out": gemm, **vendors, "kernel": (lambda k: lambda a, b, c: k())(kernel_call(planned_rung(), a, b, c))}
+        for fn in fns.values():
+            fn(a, b, c)
+        host[f"{M}x{N}x{K}"] = {name: host_us(fn, a, b, c) for name, fn in fns.items()}
+        print("host us", M, N, K, {k: round(v, 1) for k, v in host[f"{M}x{N}x{K}"].items()}, flush=True)
+        if M == 256:
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(2000):
+                gemm(a, b, c)
+            prof.disable()
+            cupy.cuda.get_current_stream().synchronize()
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+            profile_text = buf.getvalue()
+            print(profile_text[:6000], flush=True)
+
+    rows = []
+    shapes = SHAPES[:args.only] if args.only else SHAPES
+    for M, N, K in shapes:
+        sets = inputs(M, N, K, gpu.l2_bytes)
+        a, b, _ = sets[0]
+        reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+        variants = {**vendors, "plan": gemm}
+        if 2 * M * N * K <= BIG_FLOPS:
+            variants.update(candidates(M, N, K))
+        checks = {}
+        for name, fn in list(variants.items()):
+            try:
+                chk = verified(fn, a, b, reference, K)
+            except Exception as exc:             # a refused configuration: left out, with its reason
+                checks[name] = f"refused: {exc}"
+                del variants[name]
+                continue
+            checks[name] = chk.summary()
+            if not chk.passed:
+                print(f"WRONG {name} {M}x{N}x{K}: {chk.summary()}", flush=True)
+                del variants[name]
+        del reference
+        ms = {name: [] for name in variants}
+        for fn in variants.values():
+            harness.time_launches(fn, sets, warmup=3, repeats=3)
+        for _ in range(args.rounds):
+            for name in rng.sample(list(variants), len(variants)):
+                ms[name].append(statistics.median(harness.time_launches(variants[name], sets, warmup=2, repeats=20)))
+        vendor_ms = [min(ms[v][i] for v in vendors) for i in range(args.rounds)]
+        row = {"M": M, "N": N, "K": K, "input_sets": len(sets), "ms": ms, "checks": checks,
+               "vendor_ms": vendor_ms,
+               "pct_best_vendor": {name: 100 * statistics.median(v / m for v, m in zip(vendor_ms, ms[name]))
+                                   for name in variants}}
+        rows.append(row)
+        best = sorted(row["pct_best_vendor"].items(), key=lambda kv: -kv[1])
+        fast = min(vendors, key=lambda v: statistics.median(ms[v]))
+        print(f"{M:>6}x{N:>6}x{K:>6} vendor {fast} {statistics.median(vendor_ms) * 1e3:8.1f} us | "
+              + " ".join(f"{k}={v:.0f}" for k, v in best), flush=True)
+        del sets
+        cupy.get_default_memory_pool().free_all_blocks()
+    path = args.out / f"vendor_probe_{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path.write_text(json.dumps({"provenance": results.provenance({"probe": "research/vendor_probe.py", "torch": torch_version()}),
+                                "host_us": host, "profile": profile_text, "rows": rows}, indent=1))
+    print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
