@@ -7,15 +7,19 @@ What a call does, and what it leaves out on purpose:
 - allocates C with ``cupy.empty`` or writes into ``out``, never filling it first: every kernel
   writes every element of C (the harness proves it by poisoning C with NaN before it verifies);
 - launches on the device the operands live on, on CuPy's current stream, without a sync;
-- reuses what the rungs cache per shape and pointer: loaded kernels, grids, tensor maps.
+- reuses what the rungs cache per shape and pointer: loaded kernels, grids, tensor maps; and with ``out``,
+  the whole launch: a call whose CuPy operands have the pointers, shapes, rung, GPU and stream of an earlier
+  call checks their kinds, dtypes and layouts and launches the kernel with the arguments worked out then
+  (:func:`_launch_again`), so it costs the host about what the bare kernel launch does.
 """
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
-from . import device, target
+from . import cta_clock, device, target
 from .errors import NoGPUError
 from .ladder import Rung, get, registry
 from .plan import plan
@@ -41,6 +45,8 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
     Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
     rung needs a GPU this machine lacks.
     """
+    if out is not None and _launch_again(a, b, out, rung):
+        return out
     if rung is not None and (isinstance(rung, bool) or not isinstance(rung, (str, int, np.integer))):
         raise TypeError(f"rung must be a rung's id such as '11' or 11 (or None for this machine's fastest), not a "
                         f"{type(rung).__name__}; `hgemm-course list` lists the rungs.")
@@ -64,10 +70,10 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
 
         c = _launch_on_gpu(launch, cupy.asarray(a), cupy.asarray(b), None)
         return c.get() if out is None else c.get(out=out)
-    return _launch_on_gpu(launch, a, b, out)
+    return _launch_on_gpu(launch, a, b, out, rung)
 
 
-def _launch_on_gpu(launch, a, b, out):
+def _launch_on_gpu(launch, a, b, out, rung_asked=None):
     import cupy
 
     where = a.device.id
@@ -77,10 +83,60 @@ def _launch_on_gpu(launch, a, b, out):
                              f"(inside `with cupy.cuda.Device({where}):` use cupy.asarray({name})).")
     if where == cupy.cuda.runtime.getDevice():
         c = cupy.empty((a.shape[0], b.shape[1]), cupy.float16) if out is None else out
-        launch(a, b, c)
+        again = launch(a, b, c)
+        if out is not None and callable(again):
+            _keep_again(a, b, out, rung_asked, again)
         return c
     with cupy.cuda.Device(where):
-        return _launch_on_gpu(launch, a, b, out)
+        return _launch_on_gpu(launch, a, b, out, rung_asked)
+
+
+# The launches gemm(out=) has made, each as a call of no arguments (the rungs' launchers return them), keyed by
+# _again_key: at most AGAIN_CACHED, the oldest dropped first. A launch holds the operands' pointers, not the
+# arrays: memory freed and handed to new arrays of the same shapes is launched on correctly, as the tensor maps
+# cached per pointer are (tensormap.py).
+AGAIN_CACHED = 1024
+_again: dict[tuple, Callable[[], None]] = {}
+_cupy = None                    # the cupy module, once a launch was kept
+_F16 = np.dtype(np.float16)
+
+
+def _again_key(a, b, out, rung) -> tuple:
+    """What a kept launch is valid for: the three operands' pointers and shapes, the rung asked for, and the
+    current GPU and stream (rung 12's workspace is one per stream)."""
+    return (a.data.ptr, b.data.ptr, out.data.ptr, a.shape, b.shape, out.shape, rung,
+            _cupy.cuda.runtime.getDevice(), _cupy.cuda.get_current_stream().ptr)
+
+
+def _keep_again(a, b, out, rung, again: Callable[[], None]) -> None:
+    global _cupy
+    if _cupy is None:
+        import cupy
+
+        _cupy = cupy
+    if len(_again) >= AGAIN_CACHED:
+        del _again[next(iter(_again))]
+    _again[_again_key(a, b, out, rung)] = again
+
+
+def _launch_again(a, b, out, rung) -> bool:
+    """Launch C = A @ B into ``out`` as an earlier call with these pointers, shapes, rung, GPU and stream did,
+    after checking what could differ between two such calls (each operand a CuPy array, of fp16, row-major);
+    False, launching nothing, where no such call was kept or a check fails, and the full checks then run."""
+    if _cupy is None or cta_clock.timing_builds_on():
+        return False
+    ndarray = _cupy.ndarray
+    if type(a) is not ndarray or type(b) is not ndarray or type(out) is not ndarray:
+        return False
+    try:
+        again = _again.get(_again_key(a, b, out, rung))
+    except TypeError:           # a rung of an unhashable type: the full checks name it
+        return False
+    if (again is None or a.dtype != _F16 or b.dtype != _F16 or out.dtype != _F16
+            or not (a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous)):
+        return False
+    again()
+    return True
 
 
 def _is_cupy(x) -> bool:

@@ -328,10 +328,10 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
                 partial(get(rung).launch, **options))
 
 
-def _launch_planned(a, b, c) -> None:
+def _launch_planned(a, b, c):
     """Launch what :func:`plan` picks for this product's shape, as ``gemm(a, b, out=c)`` does on Hopper."""
     (M, K), N = a.shape, b.shape[1]
-    plan(M, N, K).launch(a, b, c)
+    return plan(M, N, K).launch(a, b, c)
 
 
 def planned_rung():

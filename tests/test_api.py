@@ -217,3 +217,55 @@ def test_gemm_runs_on_the_gpu_its_operands_live_on():
             for got in (c, on_stream):
                 err = float(cupy.linalg.norm(got.astype(cupy.float32) - ref) / cupy.linalg.norm(ref))
                 assert err < 1e-3, (rung, M, N, K, err)
+
+
+def _relative_error(got, ref):
+    import cupy
+
+    return float(cupy.linalg.norm(got.astype(cupy.float32) - ref) / cupy.linalg.norm(ref))
+
+
+@pytest.mark.gpu
+def test_gemm_out_launched_again_stays_right():
+    """gemm(out=) repeated on the same operands runs the launch it kept (api._launch_again), and C is right on
+    every call, C poisoned in between: for rung 11, the plan's rung 12 (a new workspace epoch each call: a
+    launch that reused one would let owners read partial sums before they are written), and rung 12 itself."""
+    import cupy
+
+    from hgemm_course import api
+
+    rng = np.random.default_rng(7)
+    for rung, (M, N, K) in (("11", (1000, 776, 520)), (None, (3072, 3072, 3072)), ("12", (2304, 4608, 1024)),
+                            (None, (16, 4096, 4096)), ("07", (385, 264, 136))):
+        a = cupy.asarray(rng.uniform(-1, 1, (M, K)).astype(np.float16))
+        b = cupy.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float16))
+        out = cupy.empty((M, N), cupy.float16)
+        ref = a.astype(cupy.float32) @ b.astype(cupy.float32)
+        for call in range(4):
+            out.fill(cupy.nan)
+            assert hgemm_course.gemm(a, b, rung, out=out) is out
+            assert _relative_error(out, ref) < 1e-3, (rung, M, N, K, call)
+        assert api._again_key(a, b, out, rung) in api._again
+        b2 = cupy.asarray(rng.uniform(-1, 1, (K, N)).astype(np.float16))     # new B, same shapes
+        out.fill(cupy.nan)
+        hgemm_course.gemm(a, b2, rung, out=out)
+        assert _relative_error(out, a.astype(cupy.float32) @ b2.astype(cupy.float32)) < 1e-3
+
+
+@pytest.mark.gpu
+def test_gemm_out_checks_what_a_kept_launch_cannot_see():
+    """A kept launch is found by pointers and shapes: a view of the same memory with another dtype or layout
+    must meet the full checks, not the kept launch."""
+    import cupy
+
+    a = cupy.ones((256, 256), cupy.float16)
+    b = cupy.ones((256, 256), cupy.float16)
+    out = cupy.empty((256, 256), cupy.float16)
+    hgemm_course.gemm(a, b, out=out)
+    hgemm_course.gemm(a, b, out=out)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        hgemm_course.gemm(a.T, b, out=out)            # same pointer and shape, column-major
+    with pytest.raises(TypeError, match="dtype"):
+        hgemm_course.gemm(a.view(cupy.int16), b, out=out)
+    with pytest.raises(ValueError, match="float16"):
+        hgemm_course.gemm(a, b, out=out.view(cupy.int16))

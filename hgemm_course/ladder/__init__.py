@@ -28,7 +28,8 @@ class Rung:
     title: str                   # one line for tables
     idea: str                    # the one new idea of its chapter
     backend: str                 # "numba" (Numba CUDA, Python source) or "nvrtc" (a .cu under kernels/)
-    launch: Callable[[Any, Any, Any], None]   # launch(a (M,K), b (K,N), c (M,N)) on device arrays
+    launch: Callable[[Any, Any, Any], Any]    # launch(a (M,K), b (K,N), c (M,N)) on device arrays; an NVRTC
+                                              # rung's returns the launch again as a call of no arguments
     source: str | None = None    # kernel file: kernels/kNN_<slug>.cu, or ladder/kNN_<slug>.py for Numba rungs
     name_expressions: tuple[str, ...] = ()    # template instantiations of the recorded H200 runs
     needs: tuple[str, ...] = ()  # target features its kernel uses (target.FEATURES); () for the Numba rungs

@@ -6,7 +6,7 @@ checks them with sentences a learner can act on, and hands ``launch`` to its ``R
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -76,14 +76,23 @@ class TemplateKernel:
             fn = self._functions[device_id] = _loaded_function(self, device_id)
         return fn
 
-    def launch(self, a, b, c, *extra_args) -> None:
+    def launch(self, a, b, c, *extra_args) -> Callable[[], None] | None:
         """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...). Inside
-        ``cta_clock.timing_builds()`` it launches its timing build instead, and notes which kernel ran."""
+        ``cta_clock.timing_builds()`` it launches its timing build instead, and notes which kernel ran.
+
+        Returns the same launch again as a call of no arguments (None for a timing build): the loaded kernel,
+        its grid and its arguments worked out once, with A, B and C as bare pointers, so that holding it keeps
+        no array alive. ``gemm(out=)`` keeps it per operands' pointers and shapes (api.py)."""
         M, K, N = check_operands(a, b, c)
-        kernel = cta_clock.timing_build_of(self) if cta_clock.timing_builds_on() else self
-        kernel.function()(kernel.grid(M, N), (kernel.threads,),
-                        (a, b, c, np.int32(M), np.int32(N), np.int32(K), *extra_args),
-                        shared_mem=kernel.smem_bytes)
+        timing = cta_clock.timing_builds_on()
+        kernel = cta_clock.timing_build_of(self) if timing else self
+        fn, grid, block, smem = kernel.function(), kernel.grid(M, N), (kernel.threads,), kernel.smem_bytes
+        fn(grid, block, (a, b, c, np.int32(M), np.int32(N), np.int32(K), *extra_args), shared_mem=smem)
+        if timing:
+            return None
+        args = (np.uint64(a.data.ptr), np.uint64(b.data.ptr), np.uint64(c.data.ptr),
+                np.int32(M), np.int32(N), np.int32(K), *extra_args)
+        return partial(fn, grid, block, args, shared_mem=smem)
 
 
 def launched_kernel(rung_module, M: int, N: int, K: int, **overrides) -> TemplateKernel:

@@ -56,8 +56,8 @@ def instantiations(target: Target) -> tuple[TemplateKernel, ...]:
     return (kernel(target=target),)
 
 
-def launch(a, b, c, tiles: MmaTiles | None = None) -> None:
-    kernel(tiles).launch(a, b, c)
+def launch(a, b, c, tiles: MmaTiles | None = None):
+    return kernel(tiles).launch(a, b, c)
 
 
 RUNG = Rung(

@@ -74,9 +74,9 @@ def kernel_for(M: int, N: int, K: int, tiles: MmaTiles | None = None) -> Templat
     return kernel(tiles, tiles.whole_tiles(M, N, K))
 
 
-def launch(a, b, c, tiles: MmaTiles | None = None) -> None:
+def launch(a, b, c, tiles: MmaTiles | None = None):
     (M, K), N = a.shape, b.shape[1]
-    kernel_for(M, N, K, tiles).launch(a, b, c)
+    return kernel_for(M, N, K, tiles).launch(a, b, c)
 
 
 RUNG = Rung(

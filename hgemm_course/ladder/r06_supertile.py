@@ -63,9 +63,9 @@ def kernel_for(M: int, N: int, K: int, tiles: MmaTiles | None = None,
     return kernel(tiles, super_mn, tiles.whole_tiles(M, N, K))
 
 
-def launch(a, b, c, tiles: MmaTiles | None = None, super_mn: tuple[int, int] = SUPER) -> None:
+def launch(a, b, c, tiles: MmaTiles | None = None, super_mn: tuple[int, int] = SUPER):
     (M, K), N = a.shape, b.shape[1]
-    kernel_for(M, N, K, tiles, super_mn).launch(a, b, c)
+    return kernel_for(M, N, K, tiles, super_mn).launch(a, b, c)
 
 
 RUNG = Rung(

@@ -68,9 +68,9 @@ def instantiations(target: Target) -> tuple[TemplateKernel, ...]:
     return (kernel(target=target),)
 
 
-def launch(a, b, c, tiles: MmaTiles | None = None, super_mn: tuple[int, int] = SUPER) -> None:
+def launch(a, b, c, tiles: MmaTiles | None = None, super_mn: tuple[int, int] = SUPER):
     tiles = tiles or tiles_for(current())
-    kernel(tiles, super_mn).launch(a, b, c, *tensor_maps(a, b, tiles.bm, tiles.bk))
+    return kernel(tiles, super_mn).launch(a, b, c, *tensor_maps(a, b, tiles.bm, tiles.bk))
 
 
 RUNG = Rung(

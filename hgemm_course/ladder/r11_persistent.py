@@ -189,8 +189,8 @@ def _map_c(c_ptr: int, M: int, N: int, rows: int):
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           max_ctas: int | None = None, cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> None:
-    kernel(tiles, super_mn, max_ctas, cluster_m, consumers).launch(
+           max_ctas: int | None = None, cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS):
+    return kernel(tiles, super_mn, max_ctas, cluster_m, consumers).launch(
         a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, *c.shape, tiles.bm // consumers))
 
 

@@ -120,16 +120,29 @@ def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: 
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int | None = SK_WAVES) -> None:
+           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int | None = SK_WAVES):
+    """Launches C = A @ B; returns the launch again as a call of no arguments (None for a timing build), which
+    takes the next epoch of the same workspace each time: a launch that raised flags to an epoch already used
+    would let the owners of split tiles read partial sums before they are written."""
     import cupy
 
     M, N = c.shape
     kern, ctas, dp_tiles = _launch_plan(M, N, a.shape[1], tiles, super_mn, cluster_m, consumers, sk_waves,
                                         device.current_gpu_id())
     space = workspace(a.device.id, cupy.cuda.get_current_stream().ptr)
+    maps = (*tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, M, N, tiles.bm // consumers))
     partials, flags, epoch = space.take(ctas, tiles.bm * tiles.bn, consumers)
-    kern.launch(a, b, c, *tensormap.tensor_maps(a, b, tiles.bm, tiles.bk),
-                _map_c(c.data.ptr, M, N, tiles.bm // consumers), partials, flags, dp_tiles, np.uint32(epoch))
+    again = kern.launch(a, b, c, *maps, partials, flags, dp_tiles, np.uint32(epoch))
+    if again is None:
+        return None
+    grid, block, args = again.args
+    fixed = args[:-4]                  # A, B, C, M, N, K and the tensor maps; the workspace follows
+
+    def launch_again() -> None:
+        partials, flags, epoch = space.take(ctas, tiles.bm * tiles.bn, consumers)
+        again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch)), **again.keywords)
+
+    return launch_again
 
 
 RUNG = Rung(
