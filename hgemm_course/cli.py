@@ -180,7 +180,7 @@ A refusal prints one line that names the fix and exits 2; HGEMM_COURSE_TRACEBACK
 examples:
   hgemm-course tour                                  what runs here: compile, verify (and time, on a GPU)
   hgemm-course verify 05 --sizes 1000x1000x64        one rung on one shape, against an FP32 reference
-  hgemm-course bench 05 11 --sizes 4096              time two rungs against cuBLAS
+  hgemm-course bench 05 11 --sizes 4096              time two rungs against the vendor baseline
   hgemm-course viz swizzle                           draw a figure into ./swizzle.png
   hgemm-course check ex05_swizzle --path my_ex05.py  check your answer to exercise 05
   hgemm-course diff 05 06                            what chapter 06 changes in the kernel
@@ -281,7 +281,8 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     _add_output_arguments(s)
     s.set_defaults(fn=cmd_verify)
 
-    s = command("bench", "verify, then time rungs against cuBLAS (needs a GPU)")
+    s = command("bench", "verify, then time rungs against the faster of cuBLAS and, with PyTorch installed, "
+                         "cuBLASLt (needs a GPU)")
     s.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs to time, e.g. 05 11, or plan: what gemm() runs for "
                                                          "each shape (default: every rung)")
     s.add_argument("--sizes", nargs="+", type=parse_size, metavar="SIZE",
@@ -290,7 +291,7 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
                    help="more shapes, each MxNxK or a file of them, one per line (e.g. benchmarks/shapes_nonsquare.txt); "
                         "timed after --sizes (default: none)")
     s.add_argument("--repeats", type=_at_least(MIN_REPEATS), default=30,
-                   help=f"timed launches, each paired with a cuBLAS launch, per rung and size, of which the median counts (default: 30, at least {MIN_REPEATS})")
+                   help=f"timed launches, each paired with a vendor baseline's launch, per rung and size, of which the median counts (default: 30, at least {MIN_REPEATS})")
     _add_output_arguments(s)
     s.add_argument("--as", dest="as_arch", metavar="ARCH",
                    help="run another target's code on this GPU: each rung sized for ARCH (e.g. sm_89) and built as "

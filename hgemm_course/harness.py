@@ -3,9 +3,10 @@
 ``verify`` draws fresh random fp16 inputs on every call (never zeros), poisons C
 with NaN before the launch, and compares with an FP32 reference by relative
 error, counting elements the kernel left unwritten. ``bench`` verifies each rung
-at each size first, then times it with CUDA events against cuBLAS
-(``cupy.matmul`` on float16) in the same process, rotating several input sets
-when A and B together would stay in L2.
+at each size first, then times it with CUDA events in the same process against
+the faster vendor library at that size: cuBLAS (``cupy.matmul`` on float16) or,
+where PyTorch is installed (the ``compare`` extra), cuBLASLt (``torch.matmul``),
+rotating several input sets when A and B together would stay in L2.
 """
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ MAX_ERR_TOL = 4e-3   # max |C - ref| over max |ref|
 
 
 MIN_REPEATS = 20                   # the fewest timed launches whose median bench trusts
+
+CUBLAS_NAME = "cuBLAS (cupy.matmul)"          # the vendor baselines (vendors()), by the names records give them
+CUBLASLT_NAME = "cuBLASLt (torch.matmul)"
+
+
+def baseline_name(record: dict) -> str:
+    """The vendor baseline a record's cublas_* and pct_cublas* fields are of: its ``vendor`` where it has one, and
+    cuBLAS through cupy.matmul for the records written before bench chose the faster vendor at each shape."""
+    return record.get("vendor") or CUBLAS_NAME
 
 
 class VerificationError(AssertionError):
@@ -174,9 +184,12 @@ class BenchRecord:
     K: int
     ms: float                  # median over samples
     tflops: float
-    cublas_ms: float           # median of the cuBLAS launches paired with this rung's
+    # The cublas_* and pct_cublas* fields are of the vendor baseline this rung was paired with (``vendor``): the
+    # faster of the vendor libraries at this shape. Records written before there was a choice have no ``vendor``
+    # field and mean cuBLAS through cupy.matmul (results.baseline_name).
+    cublas_ms: float           # median of the baseline's launches paired with this rung's
     cublas_tflops: float
-    pct_cublas: float          # 100 x cuBLAS median / rung median, both from the same stretch of time
+    pct_cublas: float          # 100 x baseline median / rung median, both from the same stretch of time
     samples_ms: list[float] = field(default_factory=list)
     cublas_samples_ms: list[float] = field(default_factory=list)
     input_sets: int = 1
@@ -196,6 +209,12 @@ class BenchRecord:
     # rung has no timing build (an NVRTC grid over cta_clock.CAPACITY) or bench ran without clocks.
     launch_clocks: list[dict] = field(default_factory=list)
     timing_build_ratio: float | None = None
+    vendor: str = CUBLAS_NAME  # the vendor library the rung was paired with (a key of vendors())
+    # Each vendor's median ms at this shape, from timing the vendors against each other (time_paired) to pick the
+    # faster; None where one vendor library alone is present.
+    vendor_ms: dict[str, float] | None = None
+    host_us: float | None = None         # host microseconds per call of the rung's launch (host_us_per_call)
+    vendor_host_us: float | None = None  # the same for the vendor's call
 
     @property
     def cycles(self) -> float | None:
@@ -230,10 +249,73 @@ def input_sets(M: int, N: int, K: int, l2_bytes: int) -> list[tuple]:
 
 
 def cublas(a, b, c) -> None:
-    """cuBLAS's fp16 GEMM, the reference every rung is timed beside: C = A @ B through ``cupy.matmul``."""
+    """cuBLAS's fp16 GEMM, one of the vendor baselines (:func:`vendors`): C = A @ B through ``cupy.matmul``."""
     import cupy
 
     cupy.matmul(a, b, out=c)
+
+
+VIEW_CACHE_SIZE = 256     # torch views kept: more than the input sets of one shape (3 arrays x 32 sets)
+_torch_views: dict[int, tuple] = {}          # id(cupy array) -> (the array, its torch tensor)
+_torch_streams: dict[int, object] = {}       # CuPy stream pointer -> torch.cuda.ExternalStream
+
+
+def _torch_view(x):
+    """A zero-copy torch tensor of the CuPy array ``x`` (DLPack), made once per array and kept. The entry keeps
+    ``x`` and is used only for that very array, so a new array that got a freed one's id gets its own view."""
+    import torch
+
+    entry = _torch_views.get(id(x))
+    if entry is None or entry[0] is not x:
+        if len(_torch_views) >= VIEW_CACHE_SIZE:
+            del _torch_views[next(iter(_torch_views))]           # the oldest view goes
+        entry = _torch_views[id(x)] = (x, torch.from_dlpack(x))
+    return entry[1]
+
+
+def forget_torch_views() -> None:
+    """Drop the kept torch views (and with them the CuPy arrays they hold), e.g. before freeing a shape's inputs."""
+    _torch_views.clear()
+
+
+def cublaslt(a, b, c) -> None:
+    """cuBLASLt's fp16 GEMM, the other vendor baseline: C = A @ B through ``torch.matmul`` on zero-copy views of the
+    CuPy arrays, on CuPy's current stream. PyTorch's default stream is CUDA's legacy null stream, which is CuPy's
+    null stream too; on any other CuPy stream the call runs inside ``torch.cuda.ExternalStream`` of that stream."""
+    import cupy
+    import torch
+
+    ptr = cupy.cuda.get_current_stream().ptr
+    if ptr == 0:
+        torch.matmul(_torch_view(a), _torch_view(b), out=_torch_view(c))
+        return
+    stream = _torch_streams.get(ptr)
+    if stream is None:
+        stream = _torch_streams[ptr] = torch.cuda.ExternalStream(ptr)
+    with torch.cuda.stream(stream):
+        torch.matmul(_torch_view(a), _torch_view(b), out=_torch_view(c))
+
+
+def vendors() -> dict:
+    """The vendor GEMMs present, name -> fn(a, b, c), in order: cuBLAS through cupy.matmul always, then cuBLASLt
+    through torch.matmul where PyTorch imports (the ``compare`` extra; the course never needs it otherwise)."""
+    out = {CUBLAS_NAME: cublas}
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return out
+    out[CUBLASLT_NAME] = cublaslt
+    return out
+
+
+def torch_installed() -> bool:
+    """Whether PyTorch can be imported here, found without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except ValueError:          # a module "torch" without a spec
+        return True
 
 
 def warmup_launches(warmup: int, inputs) -> int:
@@ -362,6 +444,32 @@ def time_launches(fn, inputs, *, warmup: int, repeats: int) -> list[float]:
     ends[-1].synchronize()
     _warn_if_a_hold_timed_out()
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in zip(starts, ends)]
+
+
+HOST_CALLS = 48           # calls queued behind one hold while the host is timed
+HOST_HOLDS = 9            # holds, each timed apart; the median counts
+
+
+def host_us_per_call(fn, a, b, c, *, calls: int = HOST_CALLS, holds: int = HOST_HOLDS) -> float:
+    """Microseconds the host spends per call of ``fn(a, b, c)``: ``calls`` calls queued behind one
+    :class:`StreamHold`, so the GPU runs none of them while the host is timed and a full queue never makes the
+    host wait, timed with ``time.perf_counter``; the median over ``holds`` holds, the stream drained between them.
+    A kernel shorter than this runs at the host's pace when called one call after another."""
+    import time
+
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    per_call = []
+    for _ in range(holds):
+        with StreamHold():
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn(a, b, c)
+            per_call.append((time.perf_counter() - start) / calls * 1e6)
+        stream.synchronize()
+    _warn_if_a_hold_timed_out()
+    return statistics.median(per_call)
 
 
 @dataclass(frozen=True)
@@ -513,11 +621,61 @@ def tflops(M: int, N: int, K: int, ms: float) -> float:
     return 2.0 * M * N * K / (ms * 1e-3) / 1e12
 
 
+@dataclass(frozen=True)
+class VendorChoice:
+    """The vendor baseline a shape's rungs are paired with: its name (a key of :func:`vendors`) and, where several
+    vendors were timed against each other to choose it, each one's median ms (None where one alone is present)."""
+    name: str
+    ms: dict[str, float] | None = None
+
+
+def choose_vendor(fns: dict, inputs, *, warmup: int = 5, repeats: int = 30) -> VendorChoice:
+    """The faster of the vendor GEMMs ``fns`` (name -> fn, as :func:`vendors` gives) on these input sets: each vendor
+    after the first is timed paired with the first (:func:`time_paired`), and the lowest median wins."""
+    names = list(fns)
+    if len(names) == 1:
+        return VendorChoice(names[0])
+    first, ms = names[0], {}
+    for other in names[1:]:
+        t = time_paired(fns[first], fns[other], inputs, warmup=warmup, repeats=repeats)
+        ms.setdefault(first, statistics.median(t.fn_ms))
+        ms[other] = statistics.median(t.reference_ms)
+    return VendorChoice(min(names, key=ms.__getitem__), ms)
+
+
+def _shapes(sizes) -> list[tuple[int, int, int]]:
+    return [(s, s, s) if isinstance(s, int) else tuple(s) for s in sizes]
+
+
+def pick_vendors(sizes, *, repeats: int = 30, warmup: int = 5) -> dict[tuple[int, int, int], VendorChoice]:
+    """The faster vendor baseline at each size (n or (M, N, K)), chosen as :func:`bench` chooses it, for callers that
+    time several things at one shape against one baseline (``tune``: every configuration against the same one)."""
+    import cupy
+
+    gpu = device.require_gpu("Choosing the vendor baseline")
+    fns, out = vendors(), {}
+    for M, N, K in _shapes(sizes):
+        sets = input_sets(M, N, K, gpu.l2_bytes)
+        settle(cublas, sets)
+        out[(M, N, K)] = choose_vendor(fns, sets, warmup=warmup, repeats=repeats)
+        del sets
+        forget_torch_views()
+        cupy.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = True,
-          failures: list | None = None, skipped: list | None = None, clocks: bool = True) -> list[BenchRecord]:
-    """Verify then time each rung at each size (M, N, K) or n (for n^3) against cuBLAS in this process,
-    paired: the rung's launches alternate with cuBLAS's (:func:`time_paired`), and its % of cuBLAS is the
-    ratio of the two medians.
+          failures: list | None = None, skipped: list | None = None, clocks: bool = True,
+          baselines: dict | None = None) -> list[BenchRecord]:
+    """Verify then time each rung at each size (M, N, K) or n (for n^3) against the faster vendor library at that
+    size in this process, paired: the rung's launches alternate with the baseline's (:func:`time_paired`), and its %
+    of the baseline is the ratio of the two medians.
+
+    The baseline at each shape: where several vendor libraries are present (:func:`vendors`), they are first timed
+    against each other there (:func:`choose_vendor`) and the faster is paired with every rung; the record names it
+    (``vendor``) and keeps each one's median (``vendor_ms``). ``baselines`` ({(M, N, K): :class:`VendorChoice`}, as
+    :func:`pick_vendors` returns) gives the choice instead, for the shapes it has. Each record also has the host's
+    microseconds per call of the rung's launch and of the baseline's (:func:`host_us_per_call`).
 
     A rung that fails verification is never timed: :class:`VerificationError` is raised, or,
     when a ``failures`` list is given, its :class:`VerifyResult` is appended there and the
@@ -539,7 +697,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     if skipped is not None:
         skipped.extend(refused)
     rungs = [r for r in rungs if all(r is not other for other, _ in refused)]
-    shapes = [(s, s, s) if isinstance(s, int) else tuple(s) for s in sizes]
+    shapes = _shapes(sizes)
     if repeats < MIN_REPEATS:
         raise ValueError(f"repeats={repeats}: a median needs at least {MIN_REPEATS} timed runs.")
     jobs = [(shape, rung) for shape in shapes for rung in rungs
@@ -549,10 +707,15 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         return records
     bar = tqdm(total=len(jobs), desc="bench", disable=not progress, unit="run")
     clock = sm_clock_reader()
+    fns = vendors()
     for M, N, K in [shape for shape in shapes if any(job == shape for job, _ in jobs)]:
         sets = input_sets(M, N, K, gpu.l2_bytes)
         n_sets = len(sets)
         settle(cublas, sets)
+        given = (baselines or {}).get((M, N, K))
+        choice = given if given is not None else choose_vendor(fns, sets, warmup=warmup, repeats=repeats)
+        baseline = fns[choice.name]
+        baseline_host_us = host_us_per_call(baseline, *sets[0])
         for rung in [r for shape, r in jobs if shape == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
             check = verify(rung, M, N, K)
@@ -562,7 +725,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 failures.append(check)
                 bar.update()
                 continue
-            t = time_paired(rung.launch, cublas, sets, warmup=warmup, repeats=repeats, clock=clock)
+            t = time_paired(rung.launch, baseline, sets, warmup=warmup, repeats=repeats, clock=clock)
             clocked = time_with_clock(rung.launch, sets, warmup=warmup) if clocks else None
             ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             records.append(BenchRecord(
@@ -572,30 +735,67 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 100.0 * statistics.median(c / r for r, c in zip(t.fn_ms, t.reference_ms)),
                 [c and c.mhz for c in t.reference_clocks],
                 [c and c.power_capped for c in t.fn_clocks], [c and c.power_capped for c in t.reference_clocks],
-                [c.as_dict() for c in clocked.launches] if clocked else [], clocked.ratio if clocked else None))
+                [c.as_dict() for c in clocked.launches] if clocked else [], clocked.ratio if clocked else None,
+                vendor=choice.name, vendor_ms=choice.ms, host_us=host_us_per_call(rung.launch, *sets[0]),
+                vendor_host_us=baseline_host_us))
             bar.update()
         del sets
+        forget_torch_views()
         cupy.get_default_memory_pool().free_all_blocks()
     bar.close()
     return records
 
 
+def _shape_list(shapes) -> str:
+    return ", ".join(f"{m}x{n}x{k}" for m, n, k in sorted(shapes))
+
+
+def baseline_note(records) -> str:
+    """One line that names the vendor baseline the records' rungs were paired with, shape by shape where it differs:
+    the faster of the vendors timed at each shape, or cuBLAS alone (with how to time cuBLASLt too, where PyTorch is
+    not installed)."""
+    records = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    timed = list(dict.fromkeys(name for r in records for name in (r.get("vendor_ms") or {})))
+    at: dict[str, set] = {}
+    for r in records:
+        at.setdefault(baseline_name(r), set()).add((r["M"], r["N"], r["K"]))
+    if len(timed) < 2 and len(at) <= 1:
+        name = next(iter(at), CUBLAS_NAME)
+        if name != CUBLAS_NAME:
+            return f"baseline: {name}"
+        hint = "" if torch_installed() else (
+            "; install the `compare` extra (pip install 'hgemm-course[compare]') to time cuBLASLt too")
+        return f"baseline: {CUBLAS_NAME} only{hint}"
+    names = list(dict.fromkeys(timed + list(at)))
+    both = " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
+    where = "; ".join(f"{name} at {_shape_list(shapes)}" for name, shapes in at.items())
+    return f"baseline: the faster of {both} at each shape: {where}"
+
+
 def format_table(records) -> str:
-    """A fixed-width table: rung, size, ms, TFLOP/s, cuBLAS TFLOP/s, % of cuBLAS and, where the records have them
-    (bench's timing build), each launch's SM cycles, the clock it ran at and the timing build's time over the
-    plain build's. (NVML's clock readings are left out: NVML lags the clock a launch runs at, which is its
-    cycles over its time; chapter 08 shows both.)"""
+    """A fixed-width table: rung, size, ms, TFLOP/s, the vendor baseline's TFLOP/s, % of it and, where the records
+    have them, the host's microseconds per call of the rung and of the baseline, and (bench's timing build) each
+    launch's SM cycles, the clock it ran at and the timing build's time over the plain build's; under it, the line
+    of :func:`baseline_note`. (NVML's clock readings are left out: NVML lags the clock a launch runs at, which is
+    its cycles over its time; chapter 08 shows both.)"""
     records = [r if isinstance(r, dict) else r.as_dict() for r in records]
     clocked = any(r.get("cycles") for r in records)
-    head = f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'cuBLAS':>9} {'% cuBLAS':>9}"
+    host = any(r.get("host_us") is not None for r in records)
+    head = f"{'rung':<5} {'M x N x K':>20} {'ms':>9} {'TFLOP/s':>9} {'vendor':>9} {'% vendor':>9}"
+    head += f" {'host us':>8} {'vendor host us':>14}" if host else ""
     rows = [head + (f" {'Mcycles':>9} {'GHz':>6} {'timed/plain':>11}" if clocked else "")]
     for r in records:
         shape = f"{r['M']}x{r['N']}x{r['K']}"
         row = (f"{r['rung']:<5} {shape:>20} {r.get('ms', float('nan')):>9.3f} "
                f"{r['tflops']:>9.1f} {r['cublas_tflops']:>9.1f} {r['pct_cublas']:>8.1f}%")
+        if host:
+            us, vus = r.get("host_us"), r.get("vendor_host_us")
+            row += f" {f'{us:.1f}' if us is not None else '-':>8} {f'{vus:.1f}' if vus is not None else '-':>14}"
         if clocked:
             cycles, ghz, ratio = r.get("cycles"), r.get("clock_ghz"), r.get("timing_build_ratio")
             row += (f" {cycles / 1e6:>9.3f} {ghz:>6.3f} {ratio:>11.3f}" if cycles and ghz and ratio
                     else f" {'-':>9} {'-':>6} {'-':>11}")
         rows.append(row)
+    if records:
+        rows.append(baseline_note(records))
     return "\n".join(rows)

@@ -77,8 +77,8 @@ def verify_command(rung_ids=None, sizes=None, *, seed: int | None = None, out_di
 
 def bench_command(rung_ids=None, sizes=None, *, repeats: int = 30, out_dir: Path | None = None,
                   record: bool = False, as_json: bool = False) -> int:
-    """Verify, then time rungs (default: every rung) against cuBLAS at each size; print the table or the JSON
-    records and write the run."""
+    """Verify, then time rungs (default: every rung) against the faster vendor library at each size; print the table
+    (with the line naming that baseline) or the JSON records and write the run."""
     from .harness import bench, format_table
     from .ladder import registry
     from .results import load_records, run_folder, write_run
@@ -105,10 +105,11 @@ def bench_command(rung_ids=None, sizes=None, *, repeats: int = 30, out_dir: Path
 
 def tune_command(rung_id: str, sizes=None, *, tiles=None, stages=None, supers=None, clusters=None, consumers=None,
                  repeats: int = 30, dry_run: bool = False, out_dir: Path | None = None, record: bool = False) -> int:
-    """Sweep a rung's configurations (``dry_run``: only list them) and time those that run against cuBLAS. Without
+    """Sweep a rung's configurations (``dry_run``: only list them) and time those that run against the faster vendor
+    library at each size. Without
     a folder to write to, or a GPU that runs the rung, refused in one line before the sweep is planned."""
     from . import tune
-    from .harness import require_runs_here
+    from .harness import baseline_note, require_runs_here
     from .results import run_folder, write_run
 
     rung_id = tune.get(rung_id).id          # "11", 11 and "11_persistent" alike
@@ -138,8 +139,9 @@ def tune_command(rung_id: str, sizes=None, *, tiles=None, stages=None, supers=No
                             "failed": [[c.label, f.summary()] for c, f in failures],
                             "default": default.label, "best": chosen[0] if chosen else None})
     print(tune.format_tune_table(records))
+    print(baseline_note(records))
     if chosen:
-        print(f"\nbest: {tune.TuneConfig(**chosen[0]).label} ({chosen[1]:.1f}% of cuBLAS, geometric mean); "
+        print(f"\nbest: {tune.TuneConfig(**chosen[0]).label} ({chosen[1]:.1f}% of the vendor baseline, geometric mean); "
               f"the rung's default: {default.label}")
     print(f"written to {path}")
     return 1 if failures else 0

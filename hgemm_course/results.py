@@ -180,8 +180,11 @@ STALLS = (_list_of(lambda s: isinstance(s, dict) and isinstance(s.get("reason"),
 # (results, book, viz, the chapters) take for granted. A record that breaks them is skipped, with a warning.
 COMMON_FIELDS = {"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "gpu": (_or_none(TEXT[0]), "text or null"),
                  "date": TEXT}
+VENDOR_MS = (_or_none(lambda v: isinstance(v, dict) and all(isinstance(k, str) and _positive(x) for k, x in v.items())),
+             "an object of vendor names and positive numbers, or null")
 _TIMED = {"ms": NUMBER_OR_NULL, "cublas_ms": NUMBER_OR_NULL, "samples_ms": SAMPLES, "cublas_samples_ms": SAMPLES,
-          "sm_clock_mhz": READINGS, "cublas_sm_clock_mhz": READINGS, "pct_cublas_pairwise": NUMBER_OR_NULL}
+          "sm_clock_mhz": READINGS, "cublas_sm_clock_mhz": READINGS, "pct_cublas_pairwise": NUMBER_OR_NULL,
+          "vendor": TEXT, "vendor_ms": VENDOR_MS, "host_us": NUMBER_OR_NULL, "vendor_host_us": NUMBER_OR_NULL}
 _PROFILE_METRICS = ("registers", "grid", "block", "smem_dynamic", "tensor_pipe_active_pct", "tensor_instructions",
                     "issue_active_pct", "dram_read_bytes", "dram_write_bytes", "dram_bytes", "l2_hit_pct",
                     "achieved_occupancy_pct", "warps_per_sm", "duration_ns", "sm_clock_mhz", "cycles")
@@ -281,6 +284,8 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: s
     ``folder`` defaults to the recorded results/; ``gpu`` keeps only runs on that GPU (see :func:`load_runs`, which
     skips what is malformed).
     """
+    from .harness import baseline_name
+
     rows = {}
     listing = []
     for path, data in load_runs(folder, gpu=gpu):
@@ -292,7 +297,9 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: s
                         "paired": bool(r.get("paired")), "launch_clocks": r.get("launch_clocks") or [],
                         "cycles": r.get("cycles"), "clock_ghz": r.get("clock_ghz"),
                         "timing_build_ratio": r.get("timing_build_ratio"),
-                        "pct_cublas_pairwise": r.get("pct_cublas_pairwise")})
+                        "pct_cublas_pairwise": r.get("pct_cublas_pairwise"), "vendor": baseline_name(r),
+                        "vendor_ms": r.get("vendor_ms"), "host_us": r.get("host_us"),
+                        "vendor_host_us": r.get("vendor_host_us")})
             listing.append(row)
             rows[(row["rung"], row["M"], row["N"], row["K"])] = row
     out = list(rows.values()) if latest_only else listing
@@ -309,6 +316,7 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
     By default from the recorded H200 runs only: a run on another GPU never enters README. Where runs with
     paired timing exist, only they make the table.
     """
+    from .harness import CUBLAS_NAME, baseline_name
     from .ladder import registry
 
     records = load_records(gpu=RECORDED_GPU) if records is None else records
@@ -328,7 +336,10 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
         rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
     sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in by_key.values()})
     notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
-    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of cuBLAS (`cupy.matmul`, fp16) " + (
+    vendors = list(dict.fromkeys(baseline_name(r) for r in by_key.values()))
+    of = ("cuBLAS (`cupy.matmul`, fp16)" if vendors in ([], [CUBLAS_NAME]) else
+          "the faster vendor library at each size (" + ", ".join(vendors) + ")")
+    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of {of} " + (
         "timed launch by launch beside each rung's launches (paired), the ratio of the two medians." if paired
         else "timed in the same process.")
 

@@ -7,9 +7,12 @@ configuration becomes keyword arguments of the rung's own ``kernel()`` and ``lau
 ``kernel()`` refuses (warp tiles that do not split the tile, more shared memory than a CTA may have on the
 target, a super tile that does not hold whole clusters) is skipped with the rung's own sentence,
 before anything is compiled. The rest are verified (random inputs, NaN-poisoned C, FP32 reference; odd
-shapes that exercise the M, N and K tails, then each timed size) and timed against cuBLAS in the same
-process by :func:`hgemm_course.harness.bench`. Every configuration's median lands in one JSON file under
-results/ (kind ``tune``), and the configuration with the best geometric mean of % of cuBLAS over the sizes
+shapes that exercise the M, N and K tails, then each timed size) and timed in the same process by
+:func:`hgemm_course.harness.bench` against the vendor baseline of each size: the faster of cuBLAS (cupy.matmul)
+and, where PyTorch is installed, cuBLASLt (torch.matmul), chosen once per size before the sweep
+(:func:`hgemm_course.harness.pick_vendors`), so every configuration at a size is timed against the same one.
+Every configuration's median lands in one JSON file under results/ (kind ``tune``), each record naming its
+baseline (``vendor``), and the configuration with the best geometric mean of % of the baseline over the sizes
 is named: the rungs' defaults are chosen from these records (see the rung modules' comments).
 """
 from __future__ import annotations
@@ -197,7 +200,7 @@ def default_config(rung_id: str) -> TuneConfig:
 
 
 def score(pcts: list[float]) -> float:
-    """Geometric mean of % of cuBLAS over the sizes: one configuration's figure of merit."""
+    """Geometric mean of % of the vendor baseline over the sizes: one configuration's figure of merit."""
     return math.exp(sum(math.log(p) for p in pcts) / len(pcts))
 
 
@@ -216,8 +219,9 @@ def best(records: list[dict]) -> tuple[dict, float] | None:
 
 
 def run(rung_id: str, sizes, configs=None, *, repeats: int = 30, progress: bool = True):
-    """Verify and time every runnable configuration at ``sizes`` against cuBLAS (one process, one GPU).
-    Returns (records, skipped, failures): records as dicts with ``label`` and ``config`` added."""
+    """Verify and time every runnable configuration at ``sizes`` against the faster vendor baseline at each size,
+    chosen once before the sweep (:func:`hgemm_course.harness.pick_vendors`; one process, one GPU). Returns
+    (records, skipped, failures): records as dicts with ``label`` and ``config`` added, each naming its ``vendor``."""
     from tqdm import tqdm
 
     from . import device, harness
@@ -226,6 +230,7 @@ def run(rung_id: str, sizes, configs=None, *, repeats: int = 30, progress: bool 
     rung_id = get(rung_id).id
     runnable, skipped = plan(rung_id, configs if configs is not None else sweep(rung_id))
     records, failures = [], []
+    baselines = harness.pick_vendors(sizes, repeats=repeats) if runnable else {}
     for cfg in tqdm(runnable, desc=f"tune {rung_id}", unit="config", disable=not progress):
         rung = variant(rung_id, cfg)
         checks = [harness.verify(rung, *shape) for shape in VERIFY_SHAPES]
@@ -234,14 +239,16 @@ def run(rung_id: str, sizes, configs=None, *, repeats: int = 30, progress: bool 
             failures.extend((cfg, c) for c in bad)
             continue
         failed: list = []
-        for rec in harness.bench([rung], sizes, repeats=repeats, progress=False, failures=failed):
+        for rec in harness.bench([rung], sizes, repeats=repeats, progress=False, failures=failed,
+                                  baselines=baselines):
             records.append({**rec.as_dict(), "label": cfg.label, "config": dataclasses.asdict(cfg)})
         failures.extend((cfg, c) for c in failed)
     return records, skipped, failures
 
 
 def format_tune_table(records: list[dict]) -> str:
-    """One row per configuration, % of cuBLAS per size, best first."""
+    """One row per configuration, % of the vendor baseline per size (:func:`hgemm_course.harness.baseline_note`
+    names it), best first."""
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in records})
     by_label: dict[str, dict] = {}
     for r in records:

@@ -184,8 +184,8 @@ def test_harness_verify_refuses_before_launching(fake_gpu):
 
 @pytest.fixture
 def gpu_parts(monkeypatch):
-    """bench's GPU work faked: inputs, settling, the clock reader, the timing build's run (no clocks logged)
-    and CuPy's memory pool."""
+    """bench's GPU work faked: inputs, settling, the clock reader, the timing build's run (no clocks logged),
+    the host's time per call and CuPy's memory pool."""
     import types
 
     import cupy
@@ -194,6 +194,7 @@ def gpu_parts(monkeypatch):
     monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
     monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
     monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
+    monkeypatch.setattr(harness, "host_us_per_call", lambda *a, **k: 10.0)
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
 
