@@ -116,6 +116,24 @@ NARROW_TILES = (128, 64)
 NARROW_TILE_STAGES = 8
 NARROW_TILE_SPEED = 0.55
 NARROW_TILE_UNALIGNED_SPEED = 0.68
+# Tiles of 64 rows, one consumer warpgroup issuing m64 products (rung 11's consumers=1), no clusters. Where M is
+# small, or the product has too few 128-row tiles to fill the SMs, they make more CTAs and waste fewer rows of A. They
+# are weighed by time, not by the busy fraction: the time of a tile shape is its waves (ceil(tiles / CTAs)) times the
+# K-iterations of 64 times ROW64_ITER_NS, what one k-iteration of that tile took on the H200, the median over the
+# shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of its time over its
+# waves and K-iterations (tests/test_plan_row64.py recomputes them from that file). The whole 128 x 256 tiles'
+# figure is rung 11's at 4096^3 in the same file (512 tiles, 4 waves of 64 k-iterations). A 64-row tile replaces
+# the plan's rung 11 choice where its time is ROW64_MARGIN below the whole or 128 x 128 tiles' time. Rung 12 is
+# credited with its split only where each CTA gets ROW64_MIN_SHARE k-iterations or more: below that, in the same
+# file, rung 12 read 14-62% of the faster vendor library at every such shape (16-128 x 4096 x 4096, 16 x 11008 x 4096,
+# 64 x 28672 x 8192, 512 x 512 x 16384, 256 x 256 x 65536), where its fix-up is not paid for by long pieces (a
+# hypothesis: no profile of those launches was taken). Rows off 128-byte boundaries are charged
+# NARROW_TILE_UNALIGNED_SPEED per operand, as the narrow tiles are: at 1000^3 the 64 x 128 tiles read 70% where the
+# plan's 128 x 128 tiles read 77%.
+ROW64_TILES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))     # (bm, bn, stages)
+ROW64_ITER_NS = {(64, 64): 280, (64, 128): 358, (64, 256): 556, (128, 128): 464, (128, 256): 822}
+ROW64_MARGIN = 0.10
+ROW64_MIN_SHARE = 64
 # What the model plans: its walk visits every tile of C, so its time and memory grow with M x N (2^35 elements,
 # 64 GiB of fp16, take it two to three seconds and half a GB; 10^6 x 10^6 took a minute and 10 GB, 10^9 x 10^9 ran
 # out of memory). Past these bounds it refuses, with the bound in the message.
@@ -324,8 +342,47 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
             options = {"super_mn": whole_super}
             reason = (reason[:-1] + f"; on {whole_super[0]}x{whole_super[1]} super tiles, which leave fewer launch "
                       f"positions empty here than {RUNG11_SUPER[0]}x{RUNG11_SUPER[1]}.")
+    row64 = row64_choice(M, N, K, ctas, rung, options, split[best].efficiency / whole)
+    if row64 is not None:
+        rung, options, reason = "11", row64[0], f"{waves_text}; {row64[1]}"
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
+
+
+def row64_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float:
+    """The model's time of rung 11 on (bm, bn) tiles, one tile per CTA at a time: waves x K-iterations x
+    ROW64_ITER_NS."""
+    return -(-(-(-M // bm) * -(-N // bn)) // ctas) * -(-K // 64) * ROW64_ITER_NS[bm, bn]
+
+
+def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
+                 split_gain: float) -> tuple[dict, str] | None:
+    """(launcher keywords, reason) of the 64-row tiles where the model finds them ROW64_MARGIN faster than the
+    plan's choice (``rung``, ``options``; ``split_gain`` rung 12's predicted busy fraction over rung 11's), else None."""
+    from .ladder.r11_persistent import TILES as RUNG11_TILES
+
+    chosen = options.get("tiles")
+    if chosen is not None and (chosen.bm, chosen.bn) not in ROW64_ITER_NS:
+        return None                     # the narrow 128 x 64 tiles: no figure of theirs in the file
+    bm, bn = (chosen.bm, chosen.bn) if chosen is not None else (RUNG11_TILES.bm, RUNG11_TILES.bn)
+    planned = row64_time_ns(M, N, K, ctas, bm, bn)
+    k_share = -(-(-(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn) * -(-K // 64)) // ctas)
+    credited = rung == "12" and k_share >= ROW64_MIN_SHARE
+    if credited:
+        planned /= split_gain
+    off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
+    charge = NARROW_TILE_UNALIGNED_SPEED ** off
+    time, (bm64, bn64, stages) = min((row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, (bm64, bn64, stages))
+                                     for bm64, bn64, stages in ROW64_TILES)
+    if time > planned * (1 - ROW64_MARGIN):
+        return None
+    one_wave = -(-M // bm64) * -(-N // bn64) <= ctas
+    super_mn = ONE_WAVE_SUPER if one_wave else (8, 2)
+    tiles = replace(RUNG11_TILES, bm=bm64, bn=bn64, stages=stages)
+    options = {"cluster_m": 1, "consumers": 1, "tiles": tiles, "super_mn": super_mn}
+    return options, (f"{bm64}x{bn64} tiles, one consumer warpgroup each, take {time / 1e3:.1f} us in the model "
+                     f"against {planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {bm}x{bn} tiles'}"
+                     f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
 
 
 def _launch_planned(a, b, c):
