@@ -134,6 +134,17 @@ ROW64_TILES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))     # (bm, bn, stages)
 ROW64_ITER_NS = {(64, 64): 280, (64, 128): 358, (64, 256): 556, (128, 128): 464, (128, 256): 822}
 ROW64_MARGIN = 0.10
 ROW64_MIN_SHARE = 64
+# Rung 12 on the smaller tiles with every tile divided by K (sk_waves=0, no clusters), for products whose tiles are
+# far fewer than the SMs and whose K is long. Its time in the model is the k-iterations of the busiest CTA times
+# ROW64_ITER_NS plus SPLIT_FIXUP_NS for each piece a tile is cut into (the owner waits for and adds them): in the
+# same file, the median over the shapes with fewer such tiles than SMs of (time - k-iterations x ROW64_ITER_NS) /
+# pieces (tests/test_plan_row64.py recomputes them). It is weighed only where each tile is cut into SPLIT_MIN_PIECES
+# or more: with two or three pieces (1024 x 1024 x 32768, 256 and 512 x 4096 x 4096 on 128 x 128 tiles) rung 12
+# read 52-71% of the faster vendor library, below what the plan ran there, which this model does not predict.
+SPLIT_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (128, 128, 6, 2))      # (bm, bn, stages, consumers)
+SPLIT_FIXUP_NS = {(64, 64): 2461, (64, 128): 3434, (128, 128): 3734}
+SPLIT_MIN_PIECES = 4
+RUNG11_SPLIT_SUPER = (8, 2)          # the probe's super tile for these launches
 # What the model plans: its walk visits every tile of C, so its time and memory grow with M x N (2^35 elements,
 # 64 GiB of fp16, take it two to three seconds and half a GB; 10^6 x 10^6 took a minute and 10 GB, 10^9 x 10^9 ran
 # out of memory). Past these bounds it refuses, with the bound in the message.
@@ -344,7 +355,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
                       f"positions empty here than {RUNG11_SUPER[0]}x{RUNG11_SUPER[1]}.")
     row64 = row64_choice(M, N, K, ctas, rung, options, split[best].efficiency / whole)
     if row64 is not None:
-        rung, options, reason = "11", row64[0], f"{waves_text}; {row64[1]}"
+        rung, options, reason = row64[0], row64[1], f"{waves_text}; {row64[2]}"
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
                 partial(get(rung).launch, **options))
 
@@ -355,10 +366,24 @@ def row64_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float:
     return -(-(-(-M // bm) * -(-N // bn)) // ctas) * -(-K // 64) * ROW64_ITER_NS[bm, bn]
 
 
+def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float | None:
+    """The model's time of rung 12 dividing every (bm, bn) tile by K over ``ctas`` CTAs: the busiest CTA's
+    k-iterations x ROW64_ITER_NS plus SPLIT_FIXUP_NS per piece of a tile; None where a tile would be cut into
+    fewer than SPLIT_MIN_PIECES pieces."""
+    tiles = -(-M // bm) * -(-N // bn)
+    pieces = -(-ctas // tiles)
+    if pieces < SPLIT_MIN_PIECES:
+        return None
+    return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn] + pieces * SPLIT_FIXUP_NS[bm, bn]
+
+
 def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
-                 split_gain: float) -> tuple[dict, str] | None:
-    """(launcher keywords, reason) of the 64-row tiles where the model finds them ROW64_MARGIN faster than the
-    plan's choice (``rung``, ``options``; ``split_gain`` rung 12's predicted busy fraction over rung 11's), else None."""
+                 split_gain: float) -> tuple[str, dict, str] | None:
+    """(rung, launcher keywords, reason) of the smaller tiles, rung 11's 64-row tiles or rung 12 cutting small
+    tiles by K, where the model finds them ROW64_MARGIN faster than the plan's choice (``rung``, ``options``;
+    ``split_gain`` rung 12's predicted busy fraction over rung 11's), else None. The split is taken only where it
+    is also ROW64_MARGIN faster than the best 64-row tiles: at three pieces a tile (16 x 4096 x 4096) the model
+    finds it faster and the probe found it slower."""
     from .ladder.r11_persistent import TILES as RUNG11_TILES
 
     chosen = options.get("tiles")
@@ -372,17 +397,28 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
         planned /= split_gain
     off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
     charge = NARROW_TILE_UNALIGNED_SPEED ** off
-    time, (bm64, bn64, stages) = min((row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, (bm64, bn64, stages))
-                                     for bm64, bn64, stages in ROW64_TILES)
+    best = min((row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, "11", bm64, bn64, stages, 1)
+               for bm64, bn64, stages in ROW64_TILES)
+    splits = [(time / charge, "12", bm_s, bn_s, stages, consumers) for bm_s, bn_s, stages, consumers in SPLIT_TILES
+              if (time := split_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
+    if splits and min(splits)[0] <= best[0] * (1 - ROW64_MARGIN):      # the split must beat the 64-row tiles too
+        best = min(splits)
+    time, new_rung, bm_new, bn_new, stages, consumers = best
     if time > planned * (1 - ROW64_MARGIN):
         return None
-    one_wave = -(-M // bm64) * -(-N // bn64) <= ctas
-    super_mn = ONE_WAVE_SUPER if one_wave else (8, 2)
-    tiles = replace(RUNG11_TILES, bm=bm64, bn=bn64, stages=stages)
-    options = {"cluster_m": 1, "consumers": 1, "tiles": tiles, "super_mn": super_mn}
-    return options, (f"{bm64}x{bn64} tiles, one consumer warpgroup each, take {time / 1e3:.1f} us in the model "
-                     f"against {planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {bm}x{bn} tiles'}"
-                     f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
+    tiles = replace(RUNG11_TILES, bm=bm_new, bn=bn_new, stages=stages)
+    planned_text = (f"{planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {bm}x{bn} tiles'}"
+                    f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
+    if new_rung == "12":
+        pieces = -(-ctas // (-(-M // bm_new) * -(-N // bn_new)))
+        options = {"cluster_m": 1, "consumers": consumers, "tiles": tiles, "super_mn": RUNG11_SPLIT_SUPER,
+                   "sk_waves": 0}
+        return "12", options, (f"rung 12 cutting each {bm_new}x{bn_new} tile by K into {pieces} pieces takes "
+                               f"{time / 1e3:.1f} us in the model against {planned_text}")
+    one_wave = -(-M // bm_new) * -(-N // bn_new) <= ctas
+    options = {"cluster_m": 1, "consumers": 1, "tiles": tiles, "super_mn": ONE_WAVE_SUPER if one_wave else (8, 2)}
+    return "11", options, (f"{bm_new}x{bn_new} tiles, one consumer warpgroup each, take {time / 1e3:.1f} us in the "
+                           f"model against {planned_text}")
 
 
 def _launch_planned(a, b, c):

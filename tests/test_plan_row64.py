@@ -36,30 +36,74 @@ def test_the_whole_tiles_cost_is_rung_11_at_4096_cubed():
     assert planning.ROW64_ITER_NS[128, 256] == pytest.approx(_per_iteration_ns(row, "plan", 128, 256), rel=0.03)
 
 
-def test_where_the_plan_takes_64_row_tiles_they_measured_faster():
-    taken = 0
+def _measured_name(chosen):
+    """The probe's name of the smaller-tile launch the plan chose, or None for the plan's other choices."""
+    tiles = chosen.options.get("tiles")
+    if tiles is None or "consumers" not in chosen.options:
+        return None
+    return f"r11 {tiles.bm}x{tiles.bn}" if chosen.rung == "11" else f"r12 {tiles.bm}x{tiles.bn} sk0"
+
+
+def test_where_the_plan_takes_the_smaller_tiles_they_measured_faster():
+    taken = set()
     for row in _rows():
         chosen = planning.plan(row["M"], row["N"], row["K"], SMS // 2)
-        tiles = chosen.options.get("tiles")
-        if tiles is None or tiles.bm != 64:
+        name = _measured_name(chosen)
+        if name is None:
             continue
-        taken += 1
-        name = f"r11 {tiles.bm}x{tiles.bn}"
-        assert chosen.options["consumers"] == 1 and chosen.options["cluster_m"] == 1
+        taken.add(chosen.rung)
+        assert chosen.options["cluster_m"] == 1
         assert statistics.median(row["ms"][name]) < statistics.median(row["ms"]["plan"]), (row["M"], row["N"], row["K"])
-    assert taken >= 6
+    assert taken == {"11", "12"}
 
 
-def test_the_64_row_options_build_a_kernel_rung_11_accepts():
-    rng = random.Random(3)
+def test_the_fitted_fixup_costs_are_the_probes_medians():
+    for bm, bn, _, _ in planning.SPLIT_TILES:
+        name, per_piece = f"r12 {bm}x{bn} sk0", []
+        for row in _rows():
+            tiles = math.ceil(row["M"] / bm) * math.ceil(row["N"] / bn)
+            if name not in row["ms"] or tiles >= SMS:
+                continue
+            busiest = math.ceil(tiles * math.ceil(row["K"] / 64) / SMS) * planning.ROW64_ITER_NS[bm, bn]
+            per_piece.append((statistics.median(row["ms"][name]) * 1e6 - busiest) / math.ceil(SMS / tiles))
+        assert planning.SPLIT_FIXUP_NS[bm, bn] == pytest.approx(statistics.median(per_piece), rel=0.03)
+
+
+def test_the_split_is_weighed_only_with_enough_pieces():
+    assert planning.split_time_ns(1024, 1024, 32768, SMS, 128, 128) is None      # 64 tiles: three pieces each
+    assert planning.split_time_ns(256, 256, 65536, SMS, 64, 64) is not None      # 16 tiles: nine pieces each
+
+
+def test_the_split_options_build_a_kernel_rung_12_accepts():
+    from hgemm_course.ladder import r12_streamk
+
     seen = 0
+    for M, N, K in ((256, 256, 65536), (512, 512, 16384), (64, 320, 30000), (200, 200, 20000)):
+        chosen = planning.plan(M, N, K, SMS // 2)
+        if chosen.rung == "12" and "consumers" in chosen.options:
+            seen += 1
+            o = chosen.options
+            r12_streamk.kernel(o["tiles"], o["super_mn"], o["cluster_m"], o["consumers"])
+    assert seen >= 3
+
+
+def test_the_smaller_tiles_options_build_kernels_their_rungs_accept():
+    from hgemm_course.ladder import r12_streamk
+
+    rng = random.Random(3)
+    seen = {"11": 0, "12": 0}
     for _ in range(300):
         M, N, K = rng.choice([16, 32, 64, 100, 128, 256, 777]), 8 * rng.randint(8, 4000), 8 * rng.randint(8, 8000)
-        options = planning.plan(M, N, K, SMS // 2).options
-        if options.get("consumers") == 1:
-            seen += 1
-            r11_persistent.kernel(options["tiles"], options["super_mn"], None, 1, 1)
-    assert seen > 20
+        chosen = planning.plan(M, N, K, SMS // 2)
+        o = chosen.options
+        if o.get("consumers") is None:
+            continue
+        seen[chosen.rung] += 1
+        if chosen.rung == "11":
+            r11_persistent.kernel(o["tiles"], o["super_mn"], None, 1, 1)
+        else:
+            r12_streamk.kernel(o["tiles"], o["super_mn"], o["cluster_m"], o["consumers"])
+    assert seen["11"] >= 5 and seen["12"] >= 10, seen
 
 
 def test_large_products_keep_the_plan_they_had():
