@@ -25,12 +25,15 @@ TUNE_SIZES = ((4096, 4096, 4096), (8192, 8192, 8192))
 
 
 def checked_rungs(ids, shapes) -> list:
-    """The rungs named by ``ids`` ("plan": what gemm() runs per shape), each checked against every (M, N, K)
-    shape before anything runs: an unknown rung or a shape a rung cannot take is a ValueError that names the fix."""
+    """The rungs named by ``ids`` ("plan": ``gemm(a, b, out=c)`` itself, so that its time and host cost per call are
+    what a user's call costs), each checked against every (M, N, K) shape before anything runs: an unknown rung or a
+    shape a rung cannot take is a ValueError that names the fix."""
+    from dataclasses import replace
+
     from .ladder import get
     from .plan import planned_rung
 
-    rungs = [planned_rung() if str(rid).lower() == "plan" else get(rid) for rid in ids]
+    rungs = [replace(planned_rung(), launch=_gemm_out) if str(rid).lower() == "plan" else get(rid) for rid in ids]
     for rung in rungs:
         for shape in shapes:
             rung.check_shape(*shape)
@@ -42,6 +45,12 @@ def checked_rungs(ids, shapes) -> list:
                     f"(M x N) and {SIM_MAX_MACS} (2^22) multiply-adds (M x N x K), half a minute a rung; give a "
                     f"smaller size, e.g. {shapes_text([SIM_SHAPE])}, or verify this one on a GPU.")
     return rungs
+
+
+def _gemm_out(a, b, c):
+    from .api import gemm
+
+    return gemm(a, b, out=c)
 
 
 def verify_command(rung_ids=None, sizes=None, *, seed: int | None = None, out_dir: Path | None = None,

@@ -101,6 +101,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", type=int, default=None, help="first N shapes")
+    p.add_argument("--host-only", action="store_true", help="time the host's cost per call only, no shapes")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     gpu = hgemm_course.device.require_gpu("probe")
@@ -117,7 +118,7 @@ def main() -> int:
     from hgemm_course.plan import planned_rung
 
     host, profile_text = {}, ""
-    for M, N, K in ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048)):
+    for M, N, K in ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048), (1000, 1000, 1000), (256, 256, 65536)):
         a, b, c = inputs(M, N, K, 0)[0]
         fns = {"gemm_out": gemm, **vendors, "kernel": (lambda k: lambda a, b, c: k())(kernel_call(planned_rung(), a, b, c))}
         for fn in fns.values():
@@ -137,7 +138,7 @@ def main() -> int:
             print(profile_text[:6000], flush=True)
 
     rows = []
-    shapes = SHAPES[:args.only] if args.only else SHAPES
+    shapes = [] if args.host_only else SHAPES[:args.only] if args.only else SHAPES
     for M, N, K in shapes:
         sets = inputs(M, N, K, gpu.l2_bytes)
         a, b, _ = sets[0]

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# gemm() on the shapes users bring, against the faster vendor library, through the device tool:
+#   run(command="STEPS='host bench' bash scripts/h200_small_skinny.sh", carry=[".whl"])
+# Steps (STEPS env): host (the host's cost per call of gemm(out=), cupy.matmul, torch.matmul and the bare kernel,
+# research/vendor_probe.py --host-only), bench (`bench plan` over benchmarks/shapes_small_skinny.txt, recorded),
+# sanitize (compute-sanitizer on the plan's split and 64-row launches, on tails), tests (the GPU tests of stream-K
+# and the API), chapter (chapter 13 executed in place). What lands in results/ comes back in $OUT/results.tgz.
+# shellcheck source=scripts/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
+OUT=${OUT:-$PWD/.device_out}
+STEPS=${STEPS:-"host bench"}
+mkdir -p "$OUT" results/logs
+touch "$OUT/.started"
+use_carried_wheels
+hg() { python3 -m hgemm_course.cli "$@"; }
+day=$(date -u +%Y-%m-%d)
+if step host; then
+  timeout 300 python3 research/vendor_probe.py --host-only --out "results/tuning/$day/host_path" 2>&1 | tee "$OUT/host.txt" | grep -v "^ \{5,\}" | head -60
+  status=$((status | PIPESTATUS[0]))
+fi
+if step bench; then
+  timeout 560 python3 -m hgemm_course.cli bench plan --shapes benchmarks/shapes_small_skinny.txt --repeats 20 --record 2>&1 \
+    | grep -v "^bench:" | tee "$OUT/bench.txt" | tail -60
+  status=$((status | PIPESTATUS[0]))
+fi
+if step sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify plan \
+      --sizes 200x200x20000 64x320x30000 100x1000x4104 16x4096x4096 > "$OUT/sanitize_$tool.txt" 2>&1
+    status=$((status | $?)); tail -2 "$OUT/sanitize_$tool.txt"
+  done
+fi
+if step tests; then
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_api.py tests/test_api_again.py \
+    tests/test_vendor_baseline.py > "results/logs/pytest_gpu_small_skinny_$day.txt" 2>&1
+  status=$((status | $?)); tail -3 "results/logs/pytest_gpu_small_skinny_$day.txt"
+fi
+if step chapter; then
+  timeout 500 jupyter nbconvert --to notebook --execute --inplace chapters/13_small_skinny.ipynb 2>&1 | tail -3
+  status=$((status | PIPESTATUS[0]))
+  cp chapters/13_small_skinny.ipynb "$OUT/"
+fi
+added=$(find results -type f -newer "$OUT/.started")
+[[ -n "$added" ]] && tar czf "$OUT/results.tgz" $added
+rm -f "$OUT/.started"
+echo "h200_small_skinny.sh finished with status $status"
+exit $status
