@@ -348,8 +348,9 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
 
     s = command("profile", "one launch of a rung under Nsight Compute: tensor pipe, stalls, memory; "
                            "writes a profile_*.json and ncu's CSV")
-    s.add_argument("rung", help="the rung to profile, e.g. 05 (rungs 03 and up), or cublas: cuBLAS's own GEMM, "
-                                "whose cycles the rungs' compare with at any clock")
+    s.add_argument("rung", help="the rung to profile, e.g. 05 (rungs 03 and up); or cublas (cupy.matmul) or cublaslt "
+                                "(torch.matmul): a vendor's own GEMM, whose cycles the rungs' compare with at any "
+                                "clock; or plan: what gemm() launches for the shape")
     _add_launch_arguments(s)
     _add_output_arguments(s, recorded="results/profiles/")
     s.add_argument("--dry-run", action="store_true", help="print the ncu command and stop; no GPU needed (default: off)")

@@ -115,6 +115,7 @@ class CublasTarget:
     """cuBLAS's fp16 GEMM as ``cupy.matmul`` calls it, profiled as the rungs are."""
     id = CUBLAS
     slug = "cuBLAS through cupy.matmul"
+    kernels = CUBLAS_KERNELS
 
     @staticmethod
     def launch(a, b, c):
@@ -123,9 +124,41 @@ class CublasTarget:
         cupy.matmul(a, b, out=c)
 
 
+class CublasLtTarget:
+    """cuBLASLt's fp16 GEMM as ``torch.matmul`` calls it (the ``compare`` extra). Where it splits K it launches a
+    reduction kernel after the GEMM kernel; ncu profiles the GEMM kernel only, so its duration leaves that out."""
+    id = "cublaslt"
+    slug = "cuBLASLt through torch.matmul"
+    kernels = CUBLAS_KERNELS
+
+    @staticmethod
+    def launch(a, b, c):
+        fn = harness.vendors().get(harness.CUBLASLT_NAME)
+        if fn is None:
+            raise RuntimeError("Profiling cuBLASLt needs PyTorch: pip install -e \".[compare]\".")
+        fn(a, b, c)
+
+
+class PlanTarget:
+    """What ``gemm(a, b, out=c)`` launches for the shape on a Hopper GPU: rung 11 or 12 as the plan picks them."""
+    id = "plan"
+    slug = "gemm()'s plan"
+    kernels = "^k1[12]_"
+
+    @staticmethod
+    def launch(a, b, c):
+        from .api import gemm
+
+        gemm(a, b, out=c)
+
+
+# The targets that are no rung of the ladder: launched whole, their kernel found by name (``kernels``).
+TARGETS = {t.id: t for t in (CublasTarget, CublasLtTarget, PlanTarget)}
+
+
 def rung_id(rung: str) -> str:
-    """A rung's id as the records hold it ("5" -> "05"), or "cublas"."""
-    return CUBLAS if rung.lower() == CUBLAS else get(rung).id
+    """A rung's id as the records hold it ("5" -> "05"), or "cublas", "cublaslt", "plan"."""
+    return rung.lower() if rung.lower() in TARGETS else get(rung).id
 
 
 # ---------------------------------------------------------------------------- the launch
@@ -133,12 +166,14 @@ def rung_id(rung: str) -> str:
 def launch_config(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, int] | None = None,
                   cluster_m: int | None = None, tiles: tuple[int, int] | None = None):
     """(rung, launcher overrides, TemplateKernel) of one profiled launch; a ValueError naming the fix for
-    anything the rung cannot run. ``rung_id`` "cublas" gives cuBLAS's GEMM, which has no TemplateKernel (None)."""
-    if rung_id.lower() == CUBLAS:
+    anything the rung cannot run. ``rung_id`` "cublas", "cublaslt" or "plan" (:data:`TARGETS`) gives a launch that
+    picks its own kernel, so no TemplateKernel (None)."""
+    if rung_id.lower() in TARGETS:
+        target = TARGETS[rung_id.lower()]()
         if super_mn is not None or cluster_m is not None or tiles is not None:
-            raise ValueError("cuBLAS picks its own tiles and launch order: drop --tiles, --super and --cluster to "
-                             "profile it.")
-        return CublasTarget(), {}, None
+            raise ValueError(f"{target.slug} picks its own tiles and launch order: drop --tiles, --super and "
+                             "--cluster to profile it.")
+        return target, {}, None
     rung = get(rung_id)
     if rung.backend != "nvrtc":
         raise ValueError(f"rung {rung.id} ({rung.slug}) is a Numba kernel; profiles cover the NVRTC rungs, "
@@ -180,7 +215,7 @@ def variant_label(overrides: dict) -> str:
 def _target_args(argv=None):
     p = argparse.ArgumentParser(description="Launch one configuration of one rung a few times, for Nsight "
                                             "Compute to profile; a wrong C exits 1.")
-    p.add_argument("--rung", required=True, help="rung id: any NVRTC rung (03 and up), or cublas")
+    p.add_argument("--rung", required=True, help="rung id: any NVRTC rung (03 and up), or cublas, cublaslt, plan")
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--size", type=int, default=2048, help="M = N = K (default 2048)")
     shape.add_argument("--mnk", type=int, nargs=3, metavar=("M", "N", "K"))
@@ -256,13 +291,16 @@ def ncu_command(ncu_path: str, rung, M: int, N: int, K: int, overrides: dict, ke
     if "tiles" in overrides:
         child += ["--tiles", str(overrides["tiles"].bm), str(overrides["tiles"].bn)]
     return [ncu_path, "--clock-control", "none", "--cache-control", "all", "--print-units", "base", "--csv",
-            "--page", "raw", "--metrics", ",".join(METRICS), "-k", f"regex:{kernel_filter(kernel)}", "--launch-skip", "1",
+            "--page", "raw", "--metrics", ",".join(METRICS), "-k", f"regex:{kernel_filter(kernel, rung)}", "--launch-skip", "1",
             "--launch-count", "1", "--log-file", str(log_file), *child]
 
 
-def kernel_filter(kernel) -> str:
-    """The regular expression ncu matches the profiled kernel's name with."""
-    return CUBLAS_KERNELS if kernel is None else f"^{kernel.kernel}"
+def kernel_filter(kernel, target=None) -> str:
+    """The regular expression ncu matches the profiled kernel's name with: the rung's kernel, else the
+    target's (cuBLAS's by default)."""
+    if kernel is None:
+        return getattr(target, "kernels", CUBLAS_KERNELS)
+    return f"^{kernel.kernel}"
 
 
 def require_ncu() -> str:
@@ -352,7 +390,7 @@ def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, in
     except ValueError as e:
         raise NcuFailed(str(e)) from None
     if len(rows) != 1:
-        raise NcuFailed(f"ncu profiled {len(rows)} kernels matching {kernel_filter(kernel)}, not one: is another "
+        raise NcuFailed(f"ncu profiled {len(rows)} kernels matching {kernel_filter(kernel, rung)}, not one: is another "
                         "kernel of that name launched first?")
     record = profile_record(rows[0], rung=rung.id, M=M, N=N, K=K, variant=variant_label(overrides))
     version = subprocess.run([ncu_path, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
@@ -493,7 +531,11 @@ def profile_command(rung: str, shape: tuple[int, int, int], *, super_mn: tuple[i
     except RuntimeError as exc:
         raise RuntimeError(f"{exc} Profile on a GPU machine (the H200); `hgemm-course profiles` shows the recorded "
                            "profiles.") from None
-    if target.id != CUBLAS:
+    if target.id == PlanTarget.id:
+        from .plan import planned_rung
+
+        harness.require_runs_here(planned_rung())
+    elif target.id not in TARGETS:
         harness.require_runs_here(target)
     ncu_path = require_ncu()
     print(f"profiling rung {target.id} at {M}x{N}x{K} ({variant_label(overrides)}) with ncu "

@@ -4,7 +4,8 @@
 # Steps (STEPS env): host (the host's cost per call of gemm(out=), cupy.matmul, torch.matmul and the bare kernel,
 # research/vendor_probe.py --host-only), bench (`bench plan` over benchmarks/shapes_small_skinny.txt, recorded),
 # sanitize (compute-sanitizer on the plan's split and 64-row launches, on tails), tests (the GPU tests of stream-K
-# and the API), chapter (chapter 13 executed in place). What lands in results/ comes back in $OUT/results.tgz.
+# and the API), profiles (ncu on gemm()'s launch and on cuBLASLt's GEMM kernel at each of PROFILE_SHAPES, recorded),
+# chapter (chapter 13 executed in place). What lands in results/ comes back in $OUT/results.tgz.
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
 OUT=${OUT:-$PWD/.device_out}
@@ -22,6 +23,15 @@ if step bench; then
   timeout 560 python3 -m hgemm_course.cli bench plan --shapes benchmarks/shapes_small_skinny.txt --repeats 20 --record 2>&1 \
     | grep -v "^bench:" | tee "$OUT/bench.txt" | tail -60
   status=$((status | PIPESTATUS[0]))
+fi
+if step profiles; then
+  for shape in ${PROFILE_SHAPES:-256x256x65536 512x512x16384 1024x1024x32768 96x5000x3000 1536x1536x1536 1000x1000x1000 16x4096x4096 128x8192x28672}; do
+    for target in plan cublaslt; do
+      timeout 120 python3 -m hgemm_course.cli profile $target --shape "$shape" --record 2>&1 | tail -4 | tee -a "$OUT/profiles.txt"
+      status=$((status | PIPESTATUS[0]))
+    done
+  done
+  python3 -m hgemm_course.cli profiles plan cublaslt 2>&1 | tee -a "$OUT/profiles.txt" | tail -20
 fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do

@@ -292,10 +292,24 @@ def test_cublas_is_profiled_like_a_rung_its_gemm_kernel_found_by_name(capsys):
     text = " ".join(profile.ncu_command("ncu", target, 4096, 4096, 4096, overrides, kernel, "raw.csv"))
     assert "--clock-control none" in text and "-k regex:nvjet|gemm|cutlass --launch-skip 1 --launch-count 1" in text
     assert text.endswith("-m hgemm_course.profile --rung cublas --mnk 4096 4096 4096")
-    with pytest.raises(ValueError, match="cuBLAS picks its own tiles"):
+    with pytest.raises(ValueError, match="cuBLAS through cupy.matmul picks its own tiles"):
         profile.launch_config("cublas", 4096, 4096, 4096, super_mn=(16, 2))
     assert profile.target_main(["--rung", "cublas", "--size", "1000", "--dry-run"]) == 0
     assert "cuBLAS through cupy.matmul M=1000 N=1000 K=1000" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, regex, slug", [("cublaslt", "nvjet|gemm|cutlass", "cuBLASLt through torch.matmul"),
+                                               ("plan", "^k1[12]_", "gemm()'s plan")])
+def test_cublaslt_and_the_plan_are_profiled_as_whole_launches_their_kernel_found_by_name(capsys, name, regex, slug):
+    target, overrides, kernel = profile.launch_config(name.upper(), 256, 256, 65536)
+    assert target.id == name and overrides == {} and kernel is None
+    assert profile.rung_id(name.upper()) == name
+    text = " ".join(profile.ncu_command("ncu", target, 256, 256, 65536, overrides, kernel, "raw.csv"))
+    assert f"-k regex:{regex} --launch-skip 1" in text and text.endswith(f"--rung {name} --mnk 256 256 65536")
+    with pytest.raises(ValueError, match="picks its own tiles"):
+        profile.launch_config(name, 256, 256, 65536, tiles=(64, 64))
+    assert profile.target_main(["--rung", name, "--mnk", "256", "256", "65536", "--dry-run"]) == 0
+    assert f"{slug} M=256 N=256 K=65536" in capsys.readouterr().out
 
 
 def test_cycle_ratios_set_each_rung_against_cublas_at_the_same_shape(tmp_path, capsys):
