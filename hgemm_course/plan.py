@@ -123,7 +123,10 @@ NARROW_TILE_UNALIGNED_SPEED = 0.68
 # shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of its time over its
 # waves and K-iterations (tests/test_plan_row64.py recomputes them from that file). The whole 128 x 256 tiles'
 # figure is rung 11's at 4096^3 in the same file (512 tiles, 4 waves of 64 k-iterations). A 64-row tile replaces
-# the plan's rung 11 choice where its time is ROW64_MARGIN below the whole or 128 x 128 tiles' time. Rung 12 is
+# the plan's rung 11 choice where its time is ROW64_MARGIN below the whole or 128 x 128 tiles' time; against the
+# narrow 128 x 64 tiles, which the file did not time, the whole tiles' time over the narrow tiles' predicted gain on
+# them (their busy fraction over the whole tiles', as the plan weighs them). In the file, 64 x 64 tiles read 98-103%
+# of the faster vendor library at 256^3, 384^3 and 512^3, where the plan's narrow tiles read 89-94% in a later run. Rung 12 is
 # credited with its split only where each CTA gets ROW64_MIN_SHARE k-iterations or more: below that, in the same
 # file, rung 12 read 14-62% of the faster vendor library at every such shape (16-128 x 4096 x 4096, 16 x 11008 x 4096,
 # 64 x 28672 x 8192, 512 x 512 x 16384, 256 x 256 x 65536), where its fix-up is not paid for by long pieces (a
@@ -353,7 +356,7 @@ def plan(M: int, N: int, K: int, units: int | None = None) -> Plan:
             options = {"super_mn": whole_super}
             reason = (reason[:-1] + f"; on {whole_super[0]}x{whole_super[1]} super tiles, which leave fewer launch "
                       f"positions empty here than {RUNG11_SUPER[0]}x{RUNG11_SUPER[1]}.")
-    row64 = row64_choice(M, N, K, ctas, rung, options, split[best].efficiency / whole)
+    row64 = row64_choice(M, N, K, ctas, rung, options, split[best].efficiency / whole, narrow / whole)
     if row64 is not None:
         rung, options, reason = row64[0], row64[1], f"{waves_text}; {row64[2]}"
     return Plan(M, N, K, rung, options, best, units, tiles, efficiency, reason,
@@ -378,19 +381,21 @@ def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
 
 
 def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
-                 split_gain: float) -> tuple[str, dict, str] | None:
+                 split_gain: float, narrow_gain: float) -> tuple[str, dict, str] | None:
     """(rung, launcher keywords, reason) of the smaller tiles, rung 11's 64-row tiles or rung 12 cutting small
     tiles by K, where the model finds them ROW64_MARGIN faster than the plan's choice (``rung``, ``options``;
-    ``split_gain`` rung 12's predicted busy fraction over rung 11's), else None. The split is taken only where it
+    ``split_gain`` rung 12's predicted busy fraction over rung 11's, ``narrow_gain`` that of rung 11's narrow 128 x 64
+    tiles: with no k-iteration figure of their own, their time is the whole tiles' over it), else None. The split is taken only where it
     is also ROW64_MARGIN faster than the best 64-row tiles: at three pieces a tile (16 x 4096 x 4096) the model
     finds it faster and the probe found it slower."""
     from .ladder.r11_persistent import TILES as RUNG11_TILES
 
     chosen = options.get("tiles")
-    if chosen is not None and (chosen.bm, chosen.bn) not in ROW64_ITER_NS:
-        return None                     # the narrow 128 x 64 tiles: no figure of theirs in the file
-    bm, bn = (chosen.bm, chosen.bn) if chosen is not None else (RUNG11_TILES.bm, RUNG11_TILES.bn)
+    narrow = chosen is not None and (chosen.bm, chosen.bn) == NARROW_TILES
+    bm, bn = (chosen.bm, chosen.bn) if chosen is not None and not narrow else (RUNG11_TILES.bm, RUNG11_TILES.bn)
     planned = row64_time_ns(M, N, K, ctas, bm, bn)
+    if narrow:                          # no k-iteration figure of theirs in the file: the whole tiles' time over
+        planned /= narrow_gain          # the narrow tiles' predicted gain on them, as the plan weighed them
     k_share = -(-(-(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn) * -(-K // 64)) // ctas)
     credited = rung == "12" and k_share >= ROW64_MIN_SHARE
     if credited:
@@ -407,7 +412,8 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
     if time > planned * (1 - ROW64_MARGIN):
         return None
     tiles = replace(RUNG11_TILES, bm=bm_new, bn=bn_new, stages=stages)
-    planned_text = (f"{planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {bm}x{bn} tiles'}"
+    planned_on = f"{NARROW_TILES[0]}x{NARROW_TILES[1]}" if narrow else f"{bm}x{bn}"
+    planned_text = (f"{planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {planned_on} tiles'}"
                     f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
     if new_rung == "12":
         pieces = -(-ctas // (-(-M // bm_new) * -(-N // bn_new)))
