@@ -110,3 +110,22 @@ def test_large_products_keep_the_plan_they_had():
     for M, N, K in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 11008, 4096)):
         tiles = planning.plan(M, N, K, SMS // 2).options.get("tiles")
         assert tiles is None or tiles.bm == 128
+
+
+MISS_POINTS = 8     # the plan's largest miss in the probe: 16 x 4096 x 4096, 64 x 64 tiles 7 points under 64 x 128
+
+
+def test_where_the_plan_takes_the_smaller_tiles_it_is_near_the_fastest_of_them_timed():
+    """At every shape of the probe where the plan now takes the smaller tiles, the launch it takes read no more
+    than MISS_POINTS (of the faster vendor library) below the fastest smaller-tile launch timed there: the model
+    ranks the candidates about as the GPU did, not only better than the plan's whole tiles."""
+    checked = 0
+    for row in _rows():
+        chosen = planning.plan(row["M"], row["N"], row["K"], SMS // 2)
+        name = _measured_name(chosen)
+        if name is None:
+            continue
+        checked += 1
+        timed = {k: v for k, v in row["pct_best_vendor"].items() if k.startswith(("r11 ", "r12 "))}
+        assert timed[name] >= max(timed.values()) - MISS_POINTS, (row["M"], row["N"], row["K"], name, timed)
+    assert checked >= 10
