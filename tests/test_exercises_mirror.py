@@ -45,6 +45,7 @@ KEY_EXPRESSIONS = {
     "ex10_ring_parity.py": ["(use - 1) % 2", "use % 2", "tile_index * k_tiles + kt"],
     "ex11_persistent.py": ["range(cta, positions, num_ctas)", "t += gridDim.x", "t += clusters"],
     "ex11_tile_loop.cu": ["t += clusters", "(cdiv(tiles, ctas) - 1) * ctas"],
+    "ex13_small_skinny.py": ["2 * (M * K + K * N + M * N)", "-(-sms // tiles)"],
 }
 
 

@@ -143,7 +143,7 @@ FIGURE_KWARGS = {
     "l2-supertile": SMALL_L2,
     "ladder": {"records": FAKE_RECORDS},
     "roofline": {"records": FAKE_RECORDS, "ceilings": FAKE_CEILINGS},
-    "waves": {}, "walk": {}, "pipeline": {}, "shape-sweep": {}, "clocks": {},
+    "waves": {}, "walk": {}, "pipeline": {}, "shape-sweep": {}, "clocks": {}, "vendor-sweep": {},
 }
 
 

@@ -27,7 +27,7 @@ from typing import Callable
 
 from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex05_swizzle_kernel, ex06_supertile
 from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
-from . import ex11_persistent, ex11_tile_loop, ex12_streamk
+from . import ex11_persistent, ex11_tile_loop, ex12_streamk, ex13_small_skinny
 from .child import TIMEOUT_S, checked_timeout, run_in_child
 from .feedback import CheckResult, Exercise, Failure
 from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise, check_kernel
@@ -38,7 +38,7 @@ __all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "che
 _REGISTRY: dict[str, Exercise] = {
     module.EXERCISE.name: module.EXERCISE
     for module in (ex01_naive, ex02_tiling, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex08_occupancy,
-                   ex09_wgmma_desc, ex10_ring_parity, ex11_persistent, ex12_streamk)
+                   ex09_wgmma_desc, ex10_ring_parity, ex11_persistent, ex12_streamk, ex13_small_skinny)
 }
 
 EXERCISES: dict[str, str] = {name: ex.description for name, ex in _REGISTRY.items()}

@@ -18,6 +18,7 @@ from .pipeline import pipeline_data, pipeline_figure
 from .roofline import roofline_data, roofline_figure
 from .schedule import cta_order_data, cta_order_figure, l2_supertile_data, l2_supertile_figure
 from .sweep import shape_sweep_data, shape_sweep_figure
+from .vendor_sweep import vendor_sweep_data, vendor_sweep_figure
 from .waves import walk_data, walk_figure, waves_data, waves_figure
 
 FIGURES = {
@@ -34,6 +35,7 @@ FIGURES = {
     "walk": walk_figure,
     "shape-sweep": shape_sweep_figure,
     "clocks": clocks_figure,
+    "vendor-sweep": vendor_sweep_figure,
 }
 
 FIGURES_WITH_RUNG = ("pipeline",)    # figures drawn per rung, which take rung=
@@ -73,6 +75,6 @@ __all__ = [
     "FIGURES", "FIGURES_WITH_RUNG", "draw", "banks_data", "banks_figure", "clocks_data", "clocks_figure", "cta_order_data", "cta_order_figure", "fragments_data",
     "fragments_figure", "l2_supertile_data", "l2_supertile_figure", "ladder_data", "ladder_figure", "ladder_grid_data",
     "occupancy_data", "occupancy_figure", "pipeline_data", "pipeline_figure", "roofline_data", "roofline_figure",
-    "shape_sweep_data", "shape_sweep_figure", "swizzle_data", "swizzle_figure",
+    "shape_sweep_data", "shape_sweep_figure", "swizzle_data", "swizzle_figure", "vendor_sweep_data", "vendor_sweep_figure",
     "walk_data", "walk_figure", "waves_data", "waves_figure",
 ]
