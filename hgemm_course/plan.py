@@ -148,6 +148,15 @@ SPLIT_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (128, 128, 6, 2))      # (bm, bn
 SPLIT_FIXUP_NS = {(64, 64): 2461, (64, 128): 3434, (128, 128): 3734}
 SPLIT_MIN_PIECES = 4
 RUNG11_SPLIT_SUPER = (8, 2)          # the probe's super tile for these launches
+# Rung 12 split-K apart (apart=True): the same cut, but every piece goes to a slot of its own and a second kernel
+# adds each split tile's pieces, so no owner adds them one after another. Its time in the model is the busiest
+# CTA's k-iterations x ROW64_ITER_NS plus APART_NS, one figure per tile shape whatever the pieces: in
+# results/tuning/2026-12-03/split_apart/vendor_probe_20261203T090929.json, the median over the shapes where each
+# tile falls into SPLIT_MIN_PIECES pieces or more of (time - k-iterations x ROW64_ITER_NS) (tests/test_plan_row64.py
+# recomputes them). That is 14-25 us a launch, more than the k-iterations take at most of those shapes: where it
+# goes, the probe does not say (no profile of these launches was taken).
+APART_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (64, 256, 5, 1), (128, 128, 6, 2), (128, 256, 4, 2))
+APART_NS = {(64, 64): 13944, (64, 128): 16888, (64, 256): 19032, (128, 128): 19552, (128, 256): 24594}
 # What the model plans: its walk visits every tile of C, so its time and memory grow with M x N (2^35 elements,
 # 64 GiB of fp16, take it two to three seconds and half a GB; 10^6 x 10^6 took a minute and 10 GB, 10^9 x 10^9 ran
 # out of memory). Past these bounds it refuses, with the bound in the message.
@@ -380,6 +389,15 @@ def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
     return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn] + pieces * SPLIT_FIXUP_NS[bm, bn]
 
 
+def apart_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float | None:
+    """The model's time of rung 12 split-K apart on (bm, bn) tiles over ``ctas`` CTAs: the busiest CTA's
+    k-iterations x ROW64_ITER_NS plus APART_NS; None where a tile would be cut into fewer than SPLIT_MIN_PIECES."""
+    tiles = -(-M // bm) * -(-N // bn)
+    if -(-ctas // tiles) < SPLIT_MIN_PIECES:
+        return None
+    return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn] + APART_NS[bm, bn]
+
+
 def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
                  split_gain: float, narrow_gain: float) -> tuple[str, dict, str] | None:
     """(rung, launcher keywords, reason) of the smaller tiles, rung 11's 64-row tiles or rung 12 cutting small
@@ -406,6 +424,12 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
                for bm64, bn64, stages in ROW64_TILES)
     splits = [(time / charge, "12", bm_s, bn_s, stages, consumers) for bm_s, bn_s, stages, consumers in SPLIT_TILES
               if (time := split_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
+    aparts = [(time / charge, "12 apart", bm_s, bn_s, stages, consumers)
+              for bm_s, bn_s, stages, consumers in APART_TILES
+              if (time := apart_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
+    if aparts and (not splits or min(aparts)[0] <= min(splits)[0] * (1 - ROW64_MARGIN)):
+        splits = aparts                 # apart must beat the owners' fix-up by the margin: at 32 x 2048 x 16384
+                                        # the model put it 7% ahead and the probe found it 10% behind
     if splits and min(splits)[0] <= best[0] * (1 - ROW64_MARGIN):      # the split must beat the 64-row tiles too
         best = min(splits)
     time, new_rung, bm_new, bn_new, stages, consumers = best
@@ -415,11 +439,13 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
     planned_on = f"{NARROW_TILES[0]}x{NARROW_TILES[1]}" if narrow else f"{bm}x{bn}"
     planned_text = (f"{planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {planned_on} tiles'}"
                     f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
-    if new_rung == "12":
+    if new_rung.startswith("12"):
         pieces = -(-ctas // (-(-M // bm_new) * -(-N // bn_new)))
+        apart = new_rung == "12 apart"
         options = {"cluster_m": 1, "consumers": consumers, "tiles": tiles, "super_mn": RUNG11_SPLIT_SUPER,
-                   "sk_waves": 0}
-        return "12", options, (f"rung 12 cutting each {bm_new}x{bn_new} tile by K into {pieces} pieces takes "
+                   "sk_waves": 0} | ({"apart": True} if apart else {})
+        added = ", a second kernel adding the pieces," if apart else ""
+        return "12", options, (f"rung 12 cutting each {bm_new}x{bn_new} tile by K into {pieces} pieces{added} takes "
                                f"{time / 1e3:.1f} us in the model against {planned_text}")
     one_wave = -(-M // bm_new) * -(-N // bn_new) <= ctas
     options = {"cluster_m": 1, "consumers": 1, "tiles": tiles, "super_mn": ONE_WAVE_SUPER if one_wave else (8, 2)}

@@ -51,7 +51,7 @@ def tiles(bm, bn, stages):
 
 
 def candidates(M, N, K):
-    """name -> launcher of C = A @ B, for the smaller tiles of rungs 11 and 12."""
+    """name -> launcher of C = A @ B, for the smaller tiles of rungs 11 and 12, and rung 12 split apart."""
     out = {}
     for bm, bn, st in ((64, 64, 8), (64, 128, 8), (64, 256, 5), (128, 128, 6)):
         cons = 1 if bm == 64 else 2
@@ -62,6 +62,10 @@ def candidates(M, N, K):
             a, b, c, t, sup, None, 1, cons))()
         out[f"r12 {bm}x{bn} sk0"] = (lambda t=t, cons=cons: lambda a, b, c: r12.launch(
             a, b, c, t, (8, 2), 1, cons, 0))()
+        out[f"r12 {bm}x{bn} apart"] = (lambda t=t, cons=cons: lambda a, b, c: r12.launch(
+            a, b, c, t, (8, 2), 1, cons, 0, apart=True))()
+    wide = tiles(128, 256, 4)                 # rung 12's own tiles, split apart too
+    out["r12 128x256 apart"] = lambda a, b, c: r12.launch(a, b, c, wide, (8, 2), 1, 2, 0, apart=True)
     return out
 
 
@@ -102,6 +106,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", type=int, default=None, help="first N shapes")
     p.add_argument("--host-only", action="store_true", help="time the host's cost per call only, no shapes")
+    p.add_argument("--shapes", nargs="+", default=None, help="MxNxK shapes instead of the list, candidates timed")
+    p.add_argument("--skip-host", action="store_true", help="skip the host's cost per call")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     gpu = hgemm_course.device.require_gpu("probe")
@@ -118,7 +124,8 @@ def main() -> int:
     from hgemm_course.plan import planned_rung
 
     host, profile_text = {}, ""
-    for M, N, K in ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048), (1000, 1000, 1000), (256, 256, 65536)):
+    for M, N, K in () if args.skip_host else ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048), (1000, 1000, 1000),
+                                               (256, 256, 65536)):
         a, b, c = inputs(M, N, K, 0)[0]
         fns = {"gemm_out": gemm, **vendors, "kernel": (lambda k: lambda a, b, c: k())(kernel_call(planned_rung(), a, b, c))}
         for fn in fns.values():
@@ -139,12 +146,14 @@ def main() -> int:
 
     rows = []
     shapes = [] if args.host_only else SHAPES[:args.only] if args.only else SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in shape.lower().split("x")) for shape in args.shapes]
     for M, N, K in shapes:
         sets = inputs(M, N, K, gpu.l2_bytes)
         a, b, _ = sets[0]
         reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
         variants = {**vendors, "plan": gemm}
-        if 2 * M * N * K <= BIG_FLOPS:
+        if 2 * M * N * K <= BIG_FLOPS or args.shapes:
             variants.update(candidates(M, N, K))
         checks = {}
         for name, fn in list(variants.items()):

@@ -8,6 +8,10 @@
 // CTAs after it that share the tile, adds their partial sums, and stores the tile as rung 11 does. A
 // range starts inside a tile at most once, so one slot per CTA and consumer is enough; a flag holds the
 // launch's epoch, so flags from earlier launches need no clearing.
+// Split-K apart (apart = 1): where a tile is cut into many pieces, its owner would add them one after
+// another. Instead every CTA writes each piece it computed to a slot of its own (two per CTA: its range's
+// first piece and its last) and stores nothing of those tiles; a second kernel, k12_add_partials, then adds
+// each split tile's pieces, every fragment of it in a CTA of its own, and stores C.
 // As in rung 11: rung 10's producer and consumer warpgroups, made persistent. The grid holds only as many
 // CTAs as fit on the GPU at once; each walks the output tiles t = blockIdx.x, + gridDim.x, ... in
 // rung 06's super-tile order, and its full/empty ring runs on across tiles: the k-slice counter is
@@ -64,6 +68,11 @@ struct StreamK {
     __device__ int sk_begin(int u) const {           // unit u's first stream-K slice; sk_begin(units) = all
         const int slices = (tiles - dp_tiles) * k_tiles;
         return u * (slices / units) + (u < slices % units ? u : slices % units);
+    }
+    __device__ int unit_of(int slice) const {        // the unit whose stream-K range holds this slice
+        const int slices = (tiles - dp_tiles) * k_tiles;
+        const int q = slices / units, r = slices % units;  // the first r units take q + 1 slices
+        return slice < r * (q + 1) ? slice / (q + 1) : r + (slice - r * (q + 1)) / q;
     }
     // Unit u's s-th segment in order, or tile -1 past its last.
     __device__ Segment segment(int u, int s) const {
@@ -129,7 +138,8 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
         const __grid_constant__ TensorMap tmap_c,  // C (M, N): boxes of (BM / CONSUMERS, 64), SWIZZLE_128B
         float4* __restrict__ workspace,            // per CTA and consumer: (C_ROWS, BN) fp32 partial sums
         unsigned* __restrict__ flags,              // per CTA and consumer: the epoch once its partial sums are in
-        int dp_tiles, unsigned epoch) {            // tiles that go out whole; this launch's flag value (never 0)
+        int dp_tiles, unsigned epoch,              // tiles that go out whole; this launch's flag value (never 0)
+        int apart) {                               // 1: split tiles' pieces to two slots per CTA, added apart
     const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
@@ -330,9 +340,8 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             release_stage((it - 1) % STAGES);          // the producer runs on into the next tile
 
             // ---- stream-K fix-up: a tile's later slices go to the CTA of its first ones ---------
-            if (seg.k_begin > 0) {                    // not the tile's first slices: hand the sums over
-                float4* const slot =                  // this thread's column of its own slot
-                    workspace + (blockIdx.x * CONSUMERS + consumer) * (FRAG_M * FRAG_N * 128) + tid % 128;
+            auto write_partials = [&](int slot_index) { // this thread's column of one slot
+                float4* const slot = workspace + slot_index * (FRAG_M * FRAG_N * 128) + tid % 128;
 #pragma unroll
                 for (int i = 0; i < FRAG_M; ++i) {
 #pragma unroll
@@ -341,6 +350,13 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
                                make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]));
                     }
                 }
+            };
+            if (apart && (seg.k_begin > 0 || seg.k_end < k_tiles)) {  // a piece: k12_add_partials adds it
+                write_partials((blockIdx.x * 2 + (s > work.dp_count(cluster))) * CONSUMERS + consumer);
+                continue;
+            }
+            if (seg.k_begin > 0) {                    // not the tile's first slices: hand the sums over
+                write_partials(blockIdx.x * CONSUMERS + consumer);
                 fence_acq_rel_gpu();                  // the sums are in place before the flag goes up
                 named_barrier_sync(1 + consumer, 128);
                 if (storer) flag_release_gpu(&flags[blockIdx.x * CONSUMERS + consumer], epoch);
@@ -385,5 +401,45 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
         __syncwarp();                                 // multicast into it or arrive on its barriers
         cluster_arrive();
         cluster_wait();
+    }
+}
+
+// Split-K apart's second kernel: C's split tiles, the sum of their pieces. CTA (t, f) adds fragment f of split
+// tile t (f: a consumer's n8 column block j of its product i), one float4 of four sums per thread, over the units
+// whose ranges hold slices of tile t: a unit's first piece is in its slot 0, a piece that is not its first (the
+// head of a later tile) in slot 1. A tile computed whole by one unit was stored by the first kernel.
+template <int BM, int BN, int SUPER_M, int SUPER_N, int CONSUMERS>
+__global__ void __launch_bounds__(128)
+k12_add_partials(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
+                 const float4* __restrict__ workspace, int dp_tiles, int units) {
+    constexpr int FRAG_M = BM / 64 / CONSUMERS;       // as in k12_streamk: m64 products per consumer
+    constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
+    constexpr int C_ROWS = BM / CONSUMERS;
+    const int grid_m = cdiv(M, BM), grid_n = cdiv(N, BN), k_tiles = cdiv(K, 64);
+    const StreamK work{grid_m * grid_n, k_tiles, dp_tiles, units};
+    const int sk_tile = blockIdx.x;                   // counted from dp_tiles
+    if (dp_tiles + sk_tile >= work.tiles) return;
+    const int first = work.unit_of(sk_tile * k_tiles), last = work.unit_of((sk_tile + 1) * k_tiles - 1);
+    if (first == last) return;                        // one unit computed it whole and stored it
+    const int consumer = blockIdx.y / (FRAG_M * FRAG_N);
+    const int i = blockIdx.y / FRAG_N % FRAG_M, j = blockIdx.y % FRAG_N;
+    const int tid = threadIdx.x;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int u = first; u <= last; ++u) {
+        const int second = work.sk_begin(u) < sk_tile * k_tiles;   // the range began in an earlier tile
+        const float4 part = __ldcg(&workspace[((u * 2 + second) * CONSUMERS + consumer) * (FRAG_M * FRAG_N * 128)
+                                             + (i * FRAG_N + j) * 128 + tid]);
+        sum.x += part.x;
+        sum.y += part.y;
+        sum.z += part.z;
+        sum.w += part.w;
+    }
+    // wgmma's accumulator layout: warp w, lane l hold rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4), + 1
+    const int2 tile = tile_of<SUPER_M, SUPER_N>(dp_tiles + sk_tile, grid_m, grid_n);
+    const int row = tile.x * BM + consumer * C_ROWS + i * 64 + tid / 32 * 16 + tid % 32 / 4;
+    const int col = tile.y * BN + j * 8 + tid % 4 * 2;  // N is a multiple of 8: col < N keeps col + 1 < N
+    if (col < N) {
+        if (row < M) *reinterpret_cast<half2*>(&C[(size_t)row * N + col]) = __floats2half2_rn(sum.x, sum.y);
+        if (row + 8 < M) *reinterpret_cast<half2*>(&C[(size_t)(row + 8) * N + col]) = __floats2half2_rn(sum.z, sum.w);
     }
 }

@@ -17,7 +17,7 @@ import numpy as np
 from .. import device, tensormap
 from . import Rung
 from . import r11_persistent
-from .nvrtc_kernel import TemplateKernel, Tunable, cdiv
+from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require
 from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
 from .r11_persistent import CLUSTER_M, NEEDS, SUPER, TILES, _map_c, resident_ctas, smem_bytes
 
@@ -67,6 +67,16 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
                           needs=NEEDS, grid=grid,
                           smem_layout=rung11.smem_layout)
     return kern
+
+
+@lru_cache(maxsize=None)
+def adder(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
+          consumers: int = CONSUMERS) -> TemplateKernel:
+    """Split-K apart's second kernel, k12_add_partials: a CTA of 128 threads per split tile and fragment (one n8
+    column block of one consumer's product), which adds the tile's pieces and stores C. Clusters are not taken."""
+    fragments = consumers * (tiles.bm // 64 // consumers) * (tiles.bn // 8)
+    return TemplateKernel(SOURCE, "k12_add_partials", (tiles.bm, tiles.bn, *super_mn, consumers), 128, 0,
+                          needs=NEEDS, grid=lambda M, N: (cdiv(M, tiles.bm) * cdiv(N, tiles.bn), fragments))
 
 
 class Workspace:
@@ -120,27 +130,45 @@ def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: 
 
 
 def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int | None = SK_WAVES):
+           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, sk_waves: int | None = SK_WAVES,
+           apart: bool = False):
     """Launches C = A @ B; returns the launch again as a call of no arguments (None for a timing build), which
     takes the next epoch of the same workspace each time: a launch that raised flags to an epoch already used
-    would let the owners of split tiles read partial sums before they are written."""
+    would let the owners of split tiles read partial sums before they are written.
+
+    ``apart``: split-K apart. Every piece of a split tile goes to a slot of the CTA that computed it (two per CTA)
+    and :func:`adder`'s kernel adds them after the first kernel, on the same stream: no owner adds pieces one after
+    another. The timing build times the first kernel only; the plain launch's time is both kernels'."""
     import cupy
 
+    require(not apart or cluster_m == 1, f"apart=True with cluster_m={cluster_m}: split-K apart runs without "
+                                         "clusters; pass cluster_m=1.")
     M, N = c.shape
-    kern, ctas, dp_tiles = _launch_plan(M, N, a.shape[1], tiles, super_mn, cluster_m, consumers, sk_waves,
+    K = a.shape[1]
+    kern, ctas, dp_tiles = _launch_plan(M, N, K, tiles, super_mn, cluster_m, consumers, sk_waves,
                                         device.current_gpu_id())
     space = workspace(a.device.id, cupy.cuda.get_current_stream().ptr)
     maps = (*tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, M, N, tiles.bm // consumers))
-    partials, flags, epoch = space.take(ctas, tiles.bm * tiles.bn, consumers)
-    again = kern.launch(a, b, c, *maps, partials, flags, dp_tiles, np.uint32(epoch))
+    slots = 2 * ctas if apart else ctas
+    partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
+    again = kern.launch(a, b, c, *maps, partials, flags, dp_tiles, np.uint32(epoch), np.int32(apart))
+    add = adder(tiles, super_mn, consumers) if apart else None
+    add_args = (np.int32(ctas),)            # the units whose pieces the adder reads
+    if add is not None:
+        add_fn = add.function()
+        add_fn(add.grid(M, N), (add.threads,), (a, b, c, np.int32(M), np.int32(N), np.int32(K), partials, dp_tiles,
+                                                *add_args))
     if again is None:
         return None
     grid, block, args = again.args
-    fixed = args[:-4]                  # A, B, C, M, N, K and the tensor maps; the workspace follows
+    fixed = args[:-5]                  # A, B, C, M, N, K and the tensor maps; the workspace follows
 
     def launch_again() -> None:
-        partials, flags, epoch = space.take(ctas, tiles.bm * tiles.bn, consumers)
-        again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch)), **again.keywords)
+        partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
+        again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch), np.int32(apart)),
+                   **again.keywords)
+        if add is not None:
+            add_fn(add.grid(M, N), (add.threads,), (*fixed[:6], partials, dp_tiles, *add_args))
 
     return launch_again
 
@@ -150,7 +178,7 @@ RUNG = Rung(
     idea=("the K-slices of the tiles past the whole waves are divided evenly among the persistent clusters; "
           "partial tiles meet in a global workspace, announced by per-CTA flags"),
     backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
-    instantiations=lambda target: (kernel(),),
+    instantiations=lambda target: (kernel(), adder()),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
            "consumers": CONSUMERS, "sk_waves": SK_WAVES,

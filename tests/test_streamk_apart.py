@@ -1,0 +1,131 @@
+"""Split-K apart (rung 12, apart=True): a Python twin of the kernel's StreamK work split and of the slots its two
+kernels agree on. k12_streamk writes each piece of a split tile to slot 0 (the first segment of its unit's
+stream-K range) or slot 1 (a later one); k12_add_partials finds, for each split tile, the units whose ranges hold
+its slices and the slot each used. Every piece must be read exactly once, by its own tile, and no whole tile."""
+import random
+
+import pytest
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+class StreamK:
+    """kernels/k12_streamk.cu's StreamK, line for line."""
+
+    def __init__(self, tiles, k_tiles, dp_tiles, units):
+        self.tiles, self.k_tiles, self.dp_tiles, self.units = tiles, k_tiles, dp_tiles, units
+
+    def dp_count(self, u):
+        return cdiv(self.dp_tiles - u, self.units) if u < self.dp_tiles else 0
+
+    def sk_begin(self, u):
+        slices = (self.tiles - self.dp_tiles) * self.k_tiles
+        return u * (slices // self.units) + (u if u < slices % self.units else slices % self.units)
+
+    def unit_of(self, slice_):
+        slices = (self.tiles - self.dp_tiles) * self.k_tiles
+        q, r = slices // self.units, slices % self.units
+        return slice_ // (q + 1) if slice_ < r * (q + 1) else r + (slice_ - r * (q + 1)) // q
+
+    def segment(self, u, s):
+        if s < self.dp_count(u):
+            return u + s * self.units, 0, self.k_tiles
+        begin, end = self.sk_begin(u), self.sk_begin(u + 1)
+        tile = begin // self.k_tiles + s - self.dp_count(u)
+        if tile * self.k_tiles >= end:
+            return -1, 0, 0
+        k_begin = 0 if tile * self.k_tiles > begin else begin - tile * self.k_tiles
+        k_end = end - tile * self.k_tiles if end - tile * self.k_tiles < self.k_tiles else self.k_tiles
+        return self.dp_tiles + tile, k_begin, k_end
+
+
+def written(work):
+    """{(unit, slot): (tile, k_begin, k_end)} as k12_streamk writes them, and the tiles it stores whole."""
+    slots, whole = {}, []
+    for u in range(work.units):
+        s = 0
+        while (seg := work.segment(u, s))[0] >= 0:
+            tile, k_begin, k_end = seg
+            if k_begin > 0 or k_end < work.k_tiles:
+                key = (u, int(s > work.dp_count(u)))
+                assert key not in slots, f"unit {u} writes slot {key[1]} twice"
+                slots[key] = seg
+            else:
+                whole.append(tile)
+            s += 1
+    return slots, whole
+
+
+def read(work):
+    """{tile: [(unit, slot)]} as k12_add_partials reads them."""
+    out = {}
+    for sk_tile in range(work.tiles - work.dp_tiles):
+        first = work.unit_of(sk_tile * work.k_tiles)
+        last = work.unit_of((sk_tile + 1) * work.k_tiles - 1)
+        if first == last:
+            continue
+        out[work.dp_tiles + sk_tile] = [(u, int(work.sk_begin(u) < sk_tile * work.k_tiles))
+                                        for u in range(first, last + 1)]
+    return out
+
+
+def check(tiles, k_tiles, dp_tiles, units):
+    work = StreamK(tiles, k_tiles, dp_tiles, units)
+    slots, whole = written(work)
+    reads = read(work)
+    assert sorted(whole + list(reads)) == list(range(tiles)), "every tile stored whole or added, once"
+    seen = set()
+    for tile, keys in reads.items():
+        pieces = sorted((slots[key][1], slots[key][2]) for key in keys)
+        assert all(slots[key][0] == tile for key in keys), (tile, keys)
+        assert pieces[0][0] == 0 and pieces[-1][1] == k_tiles, "the pieces cover the tile's K"
+        assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:])), "without gaps or overlaps"
+        seen.update(keys)
+    assert seen == set(slots), "every piece written is read"
+
+
+@pytest.mark.parametrize("tiles, k_tiles, units", [(1, 1024, 132), (16, 1024, 132), (4, 256, 132), (2, 1024, 132),
+                                                   (64, 512, 132), (8, 7, 132), (131, 64, 132), (133, 64, 132)])
+def test_every_piece_is_added_once_by_its_own_tile(tiles, k_tiles, units):
+    check(tiles, k_tiles, 0, units)
+
+
+def test_on_random_splits_with_whole_tiles_first():
+    rng = random.Random(12)
+    for _ in range(3000):
+        units = rng.randint(1, 140)
+        tiles = rng.randint(1, 400)
+        k_tiles = rng.randint(1, 300)
+        dp_tiles = rng.choice([0, 0, (tiles // units) * units, max(0, (tiles // units - 1) * units)])
+        if (tiles - dp_tiles) * k_tiles == 0:
+            continue
+        check(tiles, k_tiles, dp_tiles, units)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K, bm, bn, consumers", [(200, 136, 20000, 64, 64, 1), (100, 1000, 9992, 128, 128, 2),
+                                                        (256, 256, 65536, 128, 128, 2), (72, 520, 4104, 64, 256, 1),
+                                                        (1000, 1000, 1000, 128, 256, 2)])
+def test_split_apart_is_right_on_tails_and_when_launched_again(M, N, K, bm, bn, consumers):
+    """Rung 12 split apart on the GPU: C poisoned with NaN, checked against an FP32 reference, then the launch kept
+    by the first call run again into a fresh poison (gemm(out=)'s path); at 1000^3 the 128 x 256 tiles are 32, so
+    some tiles go out whole beside the split ones."""
+    from dataclasses import replace
+
+    import cupy
+
+    from hgemm_course import harness
+    from hgemm_course.ladder import r12_streamk as r12
+
+    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+    stages = {(64, 64): 8, (128, 128): 6, (64, 256): 5, (128, 256): 4}[bm, bn]     # as the plan takes them
+    tiles = replace(r12.TILES, bm=bm, bn=bn, stages=stages)
+    c = cupy.full((M, N), cupy.nan, cupy.float16)
+    again = r12.launch(a, b, c, tiles, (8, 2), 1, consumers, 0, apart=True)
+    assert harness.compare(c, reference, K=K, rung="12", seed=seed).passed
+    c.fill(cupy.nan)
+    again()
+    assert harness.compare(c, reference, K=K, rung="12", seed=seed).passed
