@@ -35,13 +35,13 @@ if step profiles; then
 fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do
-    timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify plan \
-      --sizes 200x200x20000 64x320x30000 100x1000x4104 16x4096x4096 > "$OUT/sanitize_$tool.txt" 2>&1
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify plan \
+      --sizes 200x136x20000 256x256x65536 384x768x24576 100x1000x9992 16x4096x4096 > "$OUT/sanitize_$tool.txt" 2>&1
     status=$((status | $?)); tail -2 "$OUT/sanitize_$tool.txt"
   done
 fi
 if step tests; then
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_api.py tests/test_api_again.py \
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py \
     tests/test_vendor_baseline.py > "results/logs/pytest_gpu_small_skinny_$day.txt" 2>&1
   status=$((status | $?)); tail -3 "results/logs/pytest_gpu_small_skinny_$day.txt"
 fi
