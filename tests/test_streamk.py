@@ -542,7 +542,8 @@ def test_rung12_verifies_for_every_split(shape, sk_waves):
     ((1000, 1992, 1024), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),  # rows of B off 128 bytes, one wave
     ((1000, 1000, 1000), ("11", {"tiles": "128x128", "super_mn": (1, 1)})),  # rows off: small, not narrow, tiles
     ((1000, 1024, 1024), ("11", {"tiles": "128x64", "super_mn": (1, 1)})),   # narrow tiles, M's tail
-    ((130, 1088, 64), ("11", {"tiles": "128x64", "super_mn": (1, 1)})),      # one slice of K, M a tile + 2
+    ((130, 1088, 64), ("11", {"tiles": "64x64", "consumers": 1})),           # one slice of K, M a tile + 2
+    ((200, 136, 20000), ("12", {"tiles": "64x64", "apart": True})),           # K split apart, tails in M and N
     ((3741, 15312, 3232), ("12", {"sk_waves": 0})),                           # B past the L2: the margin
 ])
 def test_the_plans_launches_verify(shape, expected):
