@@ -1,6 +1,7 @@
 """Recorded ablations: a rung's changes made one at a time (research/ablate_03_to_04.py, research/ablate_hopper.py),
-each step verified, alternated launch by launch with cuBLAS and with its own timing build. A chapter shows a
-recorded run with :func:`show`: every step's SM cycles, clock and % of cuBLAS, and each step's cycles against the
+each step verified, alternated launch by launch with the vendor baseline (cuBLAS through cupy.matmul in these
+scripts) and with its own timing build. A chapter shows a recorded run with :func:`show`: every step's SM cycles,
+clock and % of the baseline (its heading names it), and each step's cycles against the
 step it changes, as computed verdicts (verdict.py).
 """
 from __future__ import annotations
@@ -26,9 +27,16 @@ def load(path: Path | str) -> tuple[Path, dict, list[dict]]:
     return path, data["provenance"], data["variants"]
 
 
-def heading(path: Path, prov: dict) -> str:
-    """The RECORDED line a recorded file's table starts with."""
-    return f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]}):"
+def heading(path: Path, prov: dict, rows=None) -> str:
+    """The RECORDED line a recorded file's table starts with; given the file's steps (``rows``), it names what their
+    % are of (:func:`hgemm_course.harness.baseline_label` of their timings)."""
+    from .harness import baseline_label
+
+    line = f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]})"
+    if rows is None:
+        return line + ":"
+    timings = [t for row in rows for t in row.get("timing", {}).values() if isinstance(t, dict)]
+    return f"{line}, % of {baseline_label(timings)}:"
 
 
 def cycles_at(row: dict, n: str) -> list[int]:
@@ -37,7 +45,7 @@ def cycles_at(row: dict, n: str) -> list[int]:
 
 
 def show(path: Path | str, against: dict[str, str | None] | None = None) -> list[verdict.Verdict]:
-    """The recorded steps of ``path`` as a table (SM cycles, clock and % of cuBLAS at each size; registers; the
+    """The recorded steps of ``path`` as a table (SM cycles, clock and % of the vendor baseline at each size; registers; the
     ncu counters where the run took them; the kernel's refusal for a step it does not build), then each step's
     cycles at the largest size against the step before it, or against ``against[label]`` where given (None: no
     verdict, the step starts a new line). Returns the verdicts, in the table's order."""
@@ -46,8 +54,8 @@ def show(path: Path | str, against: dict[str, str | None] | None = None) -> list
     counters = [(name, metric) for name, metric in COUNTERS if any(metric in next(iter(r.get("ncu", {}).values()), {})
                                                                    for r in rows)]
     width = max(len(r["label"]) for r in rows) + 2
-    print(heading(path, prov))
-    print(f"{'step':<{width}}{'regs':>5}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
+    print(heading(path, prov, rows))
+    print(f"{'step':<{width}}{'regs':>5}" + "".join(f"{f'{n}^3: Mcycles  GHz  %vendor':>30}" for n in sizes)
           + "".join(f"{name:>14}" for name, _ in counters))
     for row in rows:
         if "refused" in row:

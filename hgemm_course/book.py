@@ -58,9 +58,10 @@ class SiteFigure:
         return f"hgemm-course viz {self.name}"
 
 
-LADDER = SiteFigure("ladder", "each rung's percentage of cuBLAS on the H200 at every recorded size")
-SHAPE_SWEEP = SiteFigure("shape-sweep", "rungs 11 and 12 and gemm()'s plan against cuBLAS on the course's sweep of shapes")
-CLOCKS = SiteFigure("clocks", "rung 07's and cuBLAS's SM clocks pair by pair, and each pair's ratio against the ratio "
+LADDER = SiteFigure("ladder", "each rung's percentage of its vendor baseline on the H200 at every recorded size")
+SHAPE_SWEEP = SiteFigure("shape-sweep", "rungs 11 and 12 and gemm()'s plan against the vendor baseline on the course's "
+                                        "sweep of shapes")
+CLOCKS = SiteFigure("clocks", "rung 07's and its vendor baseline's SM clocks pair by pair, and each pair's ratio against the ratio "
                               "of their cycles")
 ROOFLINE = SiteFigure("roofline", "every recorded square run on the roofline of the H200's measured ceilings")
 SITE_FIGURES = (LADDER, SHAPE_SWEEP, CLOCKS, ROOFLINE)
@@ -256,8 +257,10 @@ def landing_page(root: Path, chapter_paths: list[Path]) -> str:
     intro, commands = readme_sections((root / "README.md").read_text())
     chapter_list = "\n".join(path.stem for path in chapter_paths)
     appendix_list = "\n".join(path.stem for path in appendices(root))
-    figure = figure_block(LADDER, "The ladder on the H200: each rung's median time against cuBLAS's, timed in pairs, "
-                                  "at every recorded size. Every recorded run, with its provenance, is on the "
+    from .viz import ladder_grid_data
+
+    figure = figure_block(LADDER, "The ladder on the H200: each rung's median time against its vendor baseline's "
+                                  f"({ladder_grid_data()['baseline']}), timed in pairs, at every recorded size. Every recorded run, with its provenance, is on the "
                                   "[results page](results.md).")
     return f"""# hgemm-course
 
@@ -471,12 +474,15 @@ def ladder_section() -> str:
 
     files = {r["file"] for r in load_records(gpu=RECORDED_GPU)}
     runs = [(path, data) for path, data in load_runs(gpu=RECORDED_GPU) if path.name in files]
-    figure = figure_block(LADDER, "Each rung's median time against cuBLAS's, timed in pairs, at every recorded square "
-                                  "size.")
+    from .viz import ladder_grid_data
+
+    figure = figure_block(LADDER, "Each rung's median time against its vendor baseline's "
+                                  f"({ladder_grid_data()['baseline']}), timed in pairs, at every recorded square size.")
     return f"""## The ladder on the {RECORDED_GPU}
 
 The newest recorded figure of each rung and size, as README's table shows it (`hgemm-course results --readme`
-writes both from the same records): TFLOP/s, and the percentage of cuBLAS timed in the same process.
+writes both from the same records): TFLOP/s, and the percentage of the vendor baseline timed in the same process,
+which the line under the table names.
 
 {figure}
 {ladder_markdown()}
@@ -502,10 +508,10 @@ def sweep_section() -> str:
                  f"`{launch_text(plan(*shape, units=UNITS))}`", planned] + ([percent(latest["pct"][i])] if latest else [])
         rows.append("| " + " | ".join(cells) + " |")
     summary = (f"Over the non-square shapes, gemm() read a geometric mean of {percent(data['geomean_planned'])} of "
-               f"cuBLAS, lowest {percent(data['min_planned'])}, in `results/{data['file']}`")
+               f"{data['baseline']}, lowest {percent(data['min_planned'])}, in `results/{data['file']}`")
     if latest:
         summary += (f"; in the latest run of `hgemm-course bench plan` over the sweep, `results/{latest['file']}`, "
-                    f"{percent(latest['geomean'])}, lowest {percent(latest['min'])}")
+                    f"{percent(latest['geomean'])}, lowest {percent(latest['min'])}, of {latest['baseline']}")
     figure = figure_block(SHAPE_SWEEP, "Rungs 11 and 12 per shape, the plan's choice outlined, stars for gemm() in "
                                        "the latest run.")
     return f"""## Beyond the squares: the plan per shape
@@ -513,7 +519,8 @@ def sweep_section() -> str:
 `gemm()` runs rung 11 or rung 12, chosen per shape by a model of the waves (appendix
 [A1](A1_plan.ipynb), and [the method page](method.md)); "the plan runs" is that choice, its rung and launch
 arguments, as this code's plan gives it. The sweep times both rungs on the same shapes, in one run, and
-`hgemm-course bench plan` times what `gemm()` launches; each figure is a percentage of cuBLAS.
+`hgemm-course bench plan` times what `gemm()` launches; each figure is a percentage of the vendor baseline timed
+in the same run, which the sentence under the table names.
 
 {figure}
 {chr(10).join(rows)}
@@ -527,13 +534,13 @@ def clocks_section() -> str:
     from .viz import clocks_data
 
     data = clocks_data()
-    figure = figure_block(CLOCKS, f"Rung {data['rung']} and cuBLAS at {data['size']}^3 in `results/{data['file']}`, "
+    figure = figure_block(CLOCKS, f"Rung {data['rung']} and {data['baseline']} at {data['size']}^3 in `results/{data['file']}`, "
                                   "pair by pair: each launch's SM clock as its cycles (Nsight Compute, "
                                   f"`results/profiles/`) over its time, NVML's reading dotted.")
     return f"""## The clocks of a pair
 
 The two kernels of a pair need not run at one clock: the GPU sets each kernel's clock by the power it draws.
-Over this run the ratio of times is {percent(min(data['pct']))} to {percent(max(data['pct']))} of cuBLAS, and
+Over this run the ratio of times is {percent(min(data['pct']))} to {percent(max(data['pct']))} of {data['baseline']}, and
 the ratio of cycles, which no clock moves, {percent(data['pct_cycles'])}.
 
 {figure}"""

@@ -24,7 +24,8 @@ from .results import load_records
 HOLD_SINCE = "2026-12-01T17:53"
 
 
-CLOCK_NOTE = ("ms and % cuBLAS: the rung alternated launch by launch with cuBLAS. Mcycles (the busiest SM's) and GHz: "
+CLOCK_NOTE = ("ms and % vendor: the rung alternated launch by launch with the vendor baseline the table's last line "
+              "names. Mcycles (the busiest SM's) and GHz: "
               "its timing build alternated with its plain build, whose times timed/plain compares; the clock may "
               "differ between the two stretches, since the power limit sets it by what runs.")
 
@@ -55,7 +56,7 @@ def _measured_on(t: target.Target) -> str:
 
 
 def bench_or_show(rung_ids, sizes) -> list[dict]:
-    """On a GPU: time the rungs it runs against cuBLAS in this process (``harness.bench``, each verified
+    """On a GPU: time the rungs it runs against the vendor baseline in this process (``harness.bench``, each verified
     first), printed as measured now on that GPU; for each rung it cannot run, the one line that says why
     (``harness.refusal_here``), then the recorded H200 figures of those rungs. Without a GPU: the recorded
     figures of all of them. Returns the rows printed, measured ones first."""
@@ -112,7 +113,7 @@ def run_or_show(rung_ids, shapes, sizes) -> None:
     """A chapter's "run it and check it": its rung after the one before it.
 
     On a GPU: verify the newest of ``rung_ids`` that this GPU runs on ``shapes`` (sizes with tails), then
-    :func:`bench_or_show` at ``sizes``: what it runs is timed against cuBLAS now, what it cannot run gets its
+    :func:`bench_or_show` at ``sizes``: what it runs is timed against the vendor baseline now, what it cannot run gets its
     one-line refusal and its recorded H200 figures. Without a GPU: :func:`compile_report` of the last rung
     for the current target, and the recorded figures."""
     here = target.runnable()
@@ -368,7 +369,7 @@ def show_limits() -> dict | None:
 
 def show_tuning(rung: str, *, also: tuple[str, ...] = (), folder=None) -> list[dict]:
     """Print the newest recorded sweep of ``rung``, then of each rung in ``also``: ``hgemm-course tune``'s
-    runs (``tune_*.json`` under ``folder``, default results/), % of cuBLAS timed in the same process, each
+    runs (``tune_*.json`` under ``folder``, default results/), % of the vendor baseline timed in the same process, each
     labelled with its file and date. Returns one row per configuration printed.
 
     A rung with no such run yet is shown from the tuning scripts that came before ``tune``
@@ -397,7 +398,8 @@ def _show_sweep(path: Path, data: dict) -> list[dict]:
 
     prov, records = data["provenance"], data["records"]
     print(f"RECORDED by `hgemm-course tune {prov['rung']}` on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
-          "% of cuBLAS timed in the same process, best geometric mean first")
+          f"% of {harness.baseline_label(records, per_shape=True)} timed in the same process, best geometric mean "
+          "first")
     print(format_tune_table(records))
     if prov.get("best"):
         print(f"best: {TuneConfig(**prov['best']).label}; the rung's default then: {prov['default']}")
@@ -419,7 +421,8 @@ def _show_sweep(path: Path, data: dict) -> list[dict]:
 
 def _show_script_tuning(rung: str, *, also: tuple[str, ...], folder: Path) -> list[dict]:
     """The variants of ``rung`` (and of the rungs in ``also``) from the newest run of the tuning scripts
-    that ``hgemm-course tune`` replaced (``folder``/*.json), with cuBLAS from the same process."""
+    that ``hgemm-course tune`` replaced (``folder``/*.json), with the vendor baseline (cuBLAS through cupy.matmul
+    in those scripts' records) from the same process."""
     import json
 
     runs = [(path, json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))]
@@ -430,11 +433,12 @@ def _show_script_tuning(rung: str, *, also: tuple[str, ...], folder: Path) -> li
     path, data = max(runs, key=lambda pd: (pd[1]["provenance"]["date"], pd[0].name))
     prov = data["provenance"]
     sizes = [str(s) for s in prov["sizes"]]
+    baseline = harness.baseline_label(t for v in data["variants"] for t in v["timing"].values())
     print(f"RECORDED during tuning on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
           f"{prov['script']} (since replaced by `hgemm-course tune`), medians of {prov['repeats']} launches, "
-          "cuBLAS in the same process")
-    print(f"{'rung':<5}{'variant':<34}{'regs':>5}{'CTA/SM':>7}" + "".join(f"{n + '^3 TF/s (%cuBLAS)':>24}" for n in sizes))
-    print(f"{'':<5}{'cuBLAS (cupy.matmul fp16)':<34}{'':>12}" + "".join(f"{data['cublas'][n]['tflops']:>24.1f}" for n in sizes))
+          f"% of {baseline} timed in the same process")
+    print(f"{'rung':<5}{'variant':<34}{'regs':>5}{'CTA/SM':>7}" + "".join(f"{n + '^3 TF/s (% vendor)':>24}" for n in sizes))
+    print(f"{'':<5}{baseline + ', fp16':<34}{'':>12}" + "".join(f"{data['cublas'][n]['tflops']:>24.1f}" for n in sizes))
     rows = []
     for v in data["variants"]:
         if v["rung"] != rung and v["rung"] not in also:
@@ -474,8 +478,9 @@ def _instruction(rung: str) -> str:
 def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
     """Print where ``rung`` stands at ``size``^3, from recorded figures only.
 
-    The rung's newest bench record at size^3 (``results.load_records``) as TFLOP/s, beside the cuBLAS timed in the
-    same run: a reference kernel, not a roof (chapter 00). Then the rung as a percentage of each roof that bounds the
+    The rung's newest bench record at size^3 (``results.load_records``) as TFLOP/s, beside the vendor baseline timed
+    in the same run (the record names it: :func:`hgemm_course.harness.baseline_label`): a reference kernel, not a roof
+    (chapter 00). Then the rung as a percentage of each roof that bounds the
     instruction it computes with, from the newest ``hgemm-course ceilings`` record: the FP32 CUDA-core peak for the
     FP32 rungs 01-02; for the mma.sync rungs 03-07 the mma.sync loop bound at the rung's warps and warp tile (fed by
     ldmatrix) and the mma.sync register peak; for the wgmma rungs 09 and up the wgmma peak. A roof that record lacks
@@ -500,7 +505,8 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
         pct_cublas = 100.0 * row["tflops"] / row["cublas_tflops"]
         out["cublas"] = {"tflops": row["cublas_tflops"], "pct": pct_cublas}
         print(f"RECORDED on the {row['gpu']} ({row['file']}, {row['date'][:10]}): rung {rung} at {size}^3 runs "
-              f"{row['tflops']:.1f} TFLOP/s; cuBLAS, a reference kernel timed in the same run (not a roof), "
+              f"{row['tflops']:.1f} TFLOP/s; {harness.baseline_label([row])}, the vendor baseline timed in the same "
+              "run (a reference kernel, not a roof), "
               f"{row['cublas_tflops']:.1f}: the rung is {pct_cublas:.1f}% of it")
 
         ceilings = recorded_ceilings(folder) or {}
@@ -545,7 +551,7 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
                   "on a GPU records them")
         if out["roofs"]:
             print("  the roofs were timed in other runs than the rung, each kernel at the clock it got (chapter 08); "
-                  "only the cuBLAS ratio is from the same run, and SM cycles, where a profile is recorded, do not move "
+                  "only the ratio to the vendor baseline is from the same run, and SM cycles, where a profile is recorded, do not move "
                   "with the clock")
 
     try:
@@ -639,7 +645,7 @@ ABLATION_03_TO_04 = Path("tuning") / "2026-12-02" / "ablate_03_to_04.json"   # u
 
 def show_ablation(path: Path | str = ABLATION_03_TO_04, against: dict[str, str | None] | None = None) -> list:
     """A recorded ablation (research/ablate_03_to_04.py, research/ablate_hopper.py): per step, its SM cycles and
-    clock at each size, its % of cuBLAS and the ncu counters the run took, then each step's cycles against the
+    clock at each size, its % of the vendor baseline and the ncu counters the run took, then each step's cycles against the
     step before (or ``against``'s) as verdicts (:func:`hgemm_course.ablation.show`). Returns the verdicts."""
     from . import ablation
 
@@ -651,14 +657,14 @@ L2_PROMOTION = Path("tuning") / "2026-12-02" / "l2_promotion" / "ablate_l2_promo
 
 def show_l2_promotion(path: Path | str = L2_PROMOTION) -> list:
     """The recorded L2-promotion ablation of rung 07 (research/ablate_l2_promotion.py): per promotion, SM cycles,
-    clock and % of cuBLAS at each size, and ncu's DRAM bytes, L2 hit rate and L2 sectors per request of one
+    clock and % of the vendor baseline at each size, and ncu's DRAM bytes, L2 hit rate and L2 sectors per request of one
     8192^3 launch; then each promotion's cycles against none's at the largest size, as verdicts."""
     from . import ablation
 
     path, prov, rows = ablation.load(path)
     sizes = sorted({int(n) for row in rows for n in row["timing"]})
-    print(ablation.heading(path, prov))
-    print(f"{'L2 promotion':<14}" + "".join(f"{f'{n}^3: Mcycles  GHz  %cuBLAS':>30}" for n in sizes)
+    print(ablation.heading(path, prov, rows))
+    print(f"{'L2 promotion':<14}" + "".join(f"{f'{n}^3: Mcycles  GHz  %vendor':>30}" for n in sizes)
           + f"{'DRAM MB':>10}{'L2 hit %':>10}{'sectors/req':>12}")
     for row in rows:
         cells = "".join(f"{t['cycles'] / 1e6:>16.3f}{t['clock_ghz']:>6.3f}{t['pct_cublas']:>8.1f}"
@@ -775,8 +781,8 @@ FULL_WAVES = 0.9    # the fraction of SM-tile slots a size's tiles must fill for
 
 def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict:
     """The H800 post's test of wave quantization on the course's own records: is a rung's throughput flat across
-    sizes? Per rung, from its newest recorded runs that held the stream (HOLD_SINCE) at sizes^3: TFLOP/s, cuBLAS
-    timed alongside, % of cuBLAS, SM cycles and clock (where its timing build logged them), FLOP per SM cycle, and
+    sizes? Per rung, from its newest recorded runs that held the stream (HOLD_SINCE) at sizes^3: TFLOP/s, the vendor
+    baseline timed alongside (named in the table's heading), % of it, SM cycles and clock (where its timing build logged them), FLOP per SM cycle, and
     how full its waves are: tiles of C against the SM-tile slots (SMs x CTAs per SM, :func:`rung_parameters`) of
     the waves they take. Then, as verdicts (:func:`verdict.compare`), each size's SM cycles scaled to the largest
     size's work against the largest size's, and one line on the sizes whose tiles fill at least FULL_WAVES of their
@@ -795,8 +801,9 @@ def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict
         slots = sms * int(params["CTAs per SM"].split()[0])
         files = sorted({r["file"] for r in rows.values()})
         print(f"RECORDED on the {next(iter(rows.values()))['gpu']} ({', '.join(files)}): rung {rung}, "
-              f"{bm}x{bn} tiles, {slots} SM-tile slots ({sms} SMs x {slots // sms})")
-        print(f"{'size':>6}{'TFLOP/s':>9}{'cuBLAS':>8}{'% cuBLAS':>10}{'Mcycles':>9}{'GHz':>7}{'FLOP/SM-cycle':>15}"
+              f"{bm}x{bn} tiles, {slots} SM-tile slots ({sms} SMs x {slots // sms}); vendor: "
+              f"{harness.baseline_label(rows.values(), per_shape=True)}")
+        print(f"{'size':>6}{'TFLOP/s':>9}{'vendor':>8}{'% vendor':>10}{'Mcycles':>9}{'GHz':>7}{'FLOP/SM-cycle':>15}"
               f"{'tiles':>7}{'waves':>7}{'slots used':>12}")
         shown = []
         for n in sorted(rows):
@@ -844,7 +851,7 @@ def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict
 def tune_verdicts(rung: str, label_a: str, label_b: str, *, path=None, folder=None) -> list:
     """Verdicts on two configurations of a recorded ``hgemm-course tune`` run (the newest of ``rung``, or the file
     ``path``), one per shape both were timed at. Where the run alternated each configuration launch by launch with
-    cuBLAS, each launch's time over its paired cuBLAS launch's is what is compared, so that the clock drift they
+    the vendor baseline, each launch's time over its paired baseline launch's is what is compared, so that the clock drift they
     shared cancels; otherwise each launch's time. Printed and returned."""
     from .results import load_runs
 
@@ -869,7 +876,7 @@ def tune_verdicts(rung: str, label_a: str, label_b: str, *, path=None, folder=No
         if paired:
             va = [x / y for x, y in zip(ra["samples_ms"], ra["cublas_samples_ms"])]
             vb = [x / y for x, y in zip(rb["samples_ms"], rb["cublas_samples_ms"])]
-            what = f"time over the paired cuBLAS launch's at {M}x{N}x{K}"
+            what = f"time over the paired {harness.baseline_label([ra, rb])} launch's at {M}x{N}x{K}"
         else:
             va, vb = ra["samples_ms"], rb["samples_ms"]
             what = f"time at {M}x{N}x{K}, each configuration in its own turn"

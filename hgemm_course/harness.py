@@ -186,7 +186,7 @@ class BenchRecord:
     tflops: float
     # The cublas_* and pct_cublas* fields are of the vendor baseline this rung was paired with (``vendor``): the
     # faster of the vendor libraries at this shape. Records written before there was a choice have no ``vendor``
-    # field and mean cuBLAS through cupy.matmul (results.baseline_name).
+    # field and mean cuBLAS through cupy.matmul (baseline_name).
     cublas_ms: float           # median of the baseline's launches paired with this rung's
     cublas_tflops: float
     pct_cublas: float          # 100 x baseline median / rung median, both from the same stretch of time
@@ -750,27 +750,54 @@ def _shape_list(shapes) -> str:
     return ", ".join(f"{m}x{n}x{k}" for m, n, k in sorted(shapes))
 
 
+def _faster_of(names) -> str:
+    """"the faster of cuBLAS and cuBLASLt": the vendors by their libraries' names, cuBLAS first."""
+    order = [CUBLAS_NAME, CUBLASLT_NAME]
+    names = sorted(set(names), key=lambda n: (order.index(n) if n in order else len(order), n))
+    short = [n.split(" (")[0] for n in names]
+    return "the faster of " + (" and ".join([", ".join(short[:-1]), short[-1]]) if len(short) > 1 else short[0])
+
+
+def baseline_label(records, *, per_shape: bool = False) -> str:
+    """What the records' "% of" figures (pct_cublas) are of, for a figure's axis or title and a table's header: the
+    vendor every record was paired with ("cuBLAS (cupy.matmul)" for the records without a ``vendor``, written before
+    bench chose the faster vendor), and where they differ "the faster of cuBLAS and cuBLASLt at each shape", followed,
+    with ``per_shape``, by which vendor at which shapes (with the rungs, at a shape whose records name both).
+    ``records``: dicts (results.load_records rows, run-file records) or BenchRecords."""
+    records = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    at: dict[str, dict] = {}              # vendor -> {(M, N, K): {rungs}}
+    for r in records:
+        shape = (r.get("M"), r.get("N"), r.get("K"))
+        at.setdefault(baseline_name(r), {}).setdefault(shape, set()).add(str(r.get("rung", "?")))
+    if len(at) <= 1:
+        return next(iter(at), CUBLAS_NAME)
+    label = f"{_faster_of(at)} at each shape"
+    if not per_shape:
+        return label
+    shared = {s for s in set().union(*at.values()) if sum(s in shapes for shapes in at.values()) > 1}
+
+    def where(shapes: dict) -> str:
+        return ", ".join(_shape_list([s]) + (f" (rung {', '.join(sorted(shapes[s]))})" if s in shared else "")
+                         for s in sorted(shapes))
+    return f"{label}: " + "; ".join(f"{name} at {where(shapes)}" for name, shapes in at.items())
+
+
 def baseline_note(records) -> str:
-    """One line that names the vendor baseline the records' rungs were paired with, shape by shape where it differs:
-    the faster of the vendors timed at each shape, or cuBLAS alone (with how to time cuBLASLt too, where PyTorch is
-    not installed)."""
+    """One line that names the vendor baseline the records' rungs were paired with (:func:`baseline_label`, shape by
+    shape where it differs), whether several vendors were timed to choose it, or cuBLAS alone (with how to time
+    cuBLASLt too, where PyTorch is not installed)."""
     records = [r if isinstance(r, dict) else r.as_dict() for r in records]
     timed = list(dict.fromkeys(name for r in records for name in (r.get("vendor_ms") or {})))
-    at: dict[str, set] = {}
-    for r in records:
-        at.setdefault(baseline_name(r), set()).add((r["M"], r["N"], r["K"]))
-    if len(timed) < 2 and len(at) <= 1:
-        name = next(iter(at), CUBLAS_NAME)
-        if name != CUBLAS_NAME:
-            return f"baseline: {name}"
-        hint = "" if torch_installed() else (
-            "; install the `compare` extra (pip install 'hgemm-course[compare]') to time cuBLASLt too")
-        return f"baseline: {CUBLAS_NAME} only{hint}"
-    names = list(dict.fromkeys(timed + list(at)))
-    both = " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
-    where = "; ".join(f"{name} at {_shape_list(shapes)}" for name, shapes in at.items())
-    return f"baseline: the faster of {both} at each shape: {where}"
-
+    label = baseline_label(records, per_shape=True)
+    if len({baseline_name(r) for r in records}) > 1:
+        return f"baseline: {label}"
+    if len(timed) > 1:
+        return f"baseline: {label}, {_faster_of(timed)} at every shape"
+    if label != CUBLAS_NAME:
+        return f"baseline: {label}"
+    hint = "" if torch_installed() else (
+        "; install the `compare` extra (pip install 'hgemm-course[compare]') to time cuBLASLt too")
+    return f"baseline: {CUBLAS_NAME} only{hint}"
 
 def format_table(records) -> str:
     """A fixed-width table: rung, size, ms, TFLOP/s, the vendor baseline's TFLOP/s, % of it and, where the records

@@ -178,18 +178,24 @@ def parse_launch(text: str) -> tuple[str, dict]:
     return rung, ast.literal_eval(options)
 
 
-def probe_timings(*names: str) -> dict[tuple, dict]:
-    """Per shape of the named tile probes (files under results/): % of cuBLAS of each launch the probe timed, by
-    the probe's name for it, and of the plan, by the launch it ran as recorded:
-    ``{shape: {'variants': {variant: [%]}, 'plan': {launch text: [%]}}}``."""
+def probe_records(*names: str) -> list[dict]:
+    """The timings of the named tile probes (files under results/), each with its shape as M, N, K and its variant
+    as its rung, as the records :func:`hgemm_course.harness.baseline_label` reads."""
     if REPO_ROOT is None:
         raise ValueError("the tile probes are under results/ in a checkout of the repository; this install has none.")
+    return [{**t, "M": t["shape"][0], "N": t["shape"][1], "K": t["shape"][2], "rung": t["variant"]}
+            for name in names for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]]
+
+
+def probe_timings(*names: str) -> dict[tuple, dict]:
+    """Per shape of the named tile probes (files under results/): % of the vendor baseline of each launch the probe
+    timed, by the probe's name for it, and of the plan, by the launch it ran as recorded:
+    ``{shape: {'variants': {variant: [%]}, 'plan': {launch text: [%]}}}``."""
     timed: dict[tuple, dict] = {}
-    for name in names:
-        for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]:
-            entry = timed.setdefault(tuple(t["shape"]), {"variants": {}, "plan": {}})
-            key, group = (t["plan"], "plan") if t["variant"] == "plan" else (t["variant"], "variants")
-            entry[group].setdefault(key, []).append(t["pct_cublas"])
+    for t in probe_records(*names):
+        entry = timed.setdefault(tuple(t["shape"]), {"variants": {}, "plan": {}})
+        key, group = (t["plan"], "plan") if t["variant"] == "plan" else (t["variant"], "variants")
+        entry[group].setdefault(key, []).append(t["pct_cublas"])
     return timed
 
 
@@ -219,8 +225,11 @@ def format_probe(*names: str, units: int = UNITS, elsewhere: tuple[str, ...] = (
     fastest launch's median and its name ("this launch" where it is the launch on that line);
     then a line where the plan in this code runs a launch the probe's plan did not, with its median there, or,
     where these probes did not time it, its median in the probes ``elsewhere`` that did."""
+    from .harness import baseline_label
+
     other = probe_rows(*elsewhere, units=units) if elsewhere else []
-    lines = [f"RECORDED on the NVIDIA H200 ({', '.join(names)}), medians of % of cuBLAS:",
+    lines = [f"RECORDED on the NVIDIA H200 ({', '.join(names)}), medians of % of "
+             f"{baseline_label(probe_records(*names), per_shape=True)}:",
              f"{'M x N x K':>18} {'plan':>6} {'fastest':>8}   the launch the plan ran; the fastest launch timed"]
     for r in probe_rows(*names, units=units):
         shape = "x".join(map(str, r["shape"]))
@@ -259,7 +268,8 @@ def sweep_rows(records=None, units: int = UNITS) -> dict:
     """The course's sweep (:func:`hgemm_course.viz.shape_sweep_data`): per shape rung 11's and rung 12's own
     launches, the launch the plan picks in this code, and gemm()'s own launches timed in the same run. Returns
     ``{'file', 'gpu', 'rows': [{'shape', 'waves', 'rung 11', 'rung 12', 'launch', 'gemm', 'differs_from_probes'}],
-    'nonsquare', 'geomean', 'lowest'}`` (the last two over the non-square shapes, of gemm()'s timings);
+    'nonsquare', 'geomean', 'lowest', 'baseline'}`` (the two before it over the non-square shapes, of gemm()'s
+    timings; 'baseline' what the % are of, as shape_sweep_data names it);
     ``differs_from_probes``: the tile probes recorded gemm()'s plan at this shape running launches other than the
     one this code's plan picks."""
     import math
@@ -281,12 +291,12 @@ def sweep_rows(records=None, units: int = UNITS) -> dict:
     return {"file": data["file"], "gpu": data["gpu"], "rows": rows,
             "nonsquare": sum(1 for r in rows if not r["shape"][0] == r["shape"][1] == r["shape"][2]),
             "geomean": math.exp(sum(map(math.log, timed)) / len(timed)) if timed else None,
-            "lowest": min(timed) if timed else None}
+            "lowest": min(timed) if timed else None, "baseline": data["baseline"]}
 
 
 def format_sweep(records=None, units: int = UNITS) -> str:
     data = sweep_rows(records, units)
-    lines = [f"RECORDED on the {data['gpu']} ({data['file']}), % of cuBLAS. 'gemm()' is gemm()'s own launch in that "
+    lines = [f"RECORDED on the {data['gpu']} ({data['file']}), % of {data['baseline']}. 'gemm()' is gemm()'s own launch in that "
              "run, of the plan as it was when recorded: a bench run records gemm()'s time, not the launch it ran, so "
              "which launch that was cannot be recovered. 'the plan runs' is the launch plan() picks in this code; * "
              "marks a shape where the tile probes recorded gemm()'s plan running another launch than that:",
@@ -298,5 +308,5 @@ def format_sweep(records=None, units: int = UNITS) -> str:
                      f"{gemm:>8} {mark} {r['launch']}")
     if data["geomean"] is not None:
         lines.append(f"gemm() on the {data['nonsquare']} non-square shapes: geometric mean {data['geomean']:.1f}%, "
-                     f"lowest {data['lowest']:.1f}% of cuBLAS")
+                     f"lowest {data['lowest']:.1f}% of {data['baseline']}")
     return "\n".join(lines)

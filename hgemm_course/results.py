@@ -311,12 +311,13 @@ README_END = "<!-- ladder-table:end -->"
 
 
 def ladder_markdown(records: list[dict] | None = None) -> str:
-    """README's ladder table: per rung, TFLOP/s and % of cuBLAS (same run) at each recorded square size.
+    """README's ladder table: per rung, TFLOP/s and % of the vendor baseline (same run) at each recorded square size,
+    the baseline named under it by :func:`hgemm_course.harness.baseline_label`.
 
     By default from the recorded H200 runs only: a run on another GPU never enters README. Where runs with
     paired timing exist, only they make the table.
     """
-    from .harness import CUBLAS_NAME, baseline_name
+    from .harness import baseline_label
     from .ladder import registry
 
     records = load_records(gpu=RECORDED_GPU) if records is None else records
@@ -336,10 +337,8 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
         rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
     sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in by_key.values()})
     notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
-    vendors = list(dict.fromkeys(baseline_name(r) for r in by_key.values()))
-    of = ("cuBLAS (`cupy.matmul`, fp16)" if vendors in ([], [CUBLAS_NAME]) else
-          "the faster vendor library at each size (" + ", ".join(vendors) + ")")
-    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of {of} " + (
+    of = baseline_label(by_key.values(), per_shape=True)
+    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of {of}, " + (
         "timed launch by launch beside each rung's launches (paired), the ratio of the two medians." if paired
         else "timed in the same process.")
 
@@ -361,20 +360,26 @@ SUMMARY_SIZES = (2048, 4096, 8192)    # the square sizes the tour's summary show
 
 def ladder_summary(records: list[dict] | None = None, sizes=SUMMARY_SIZES) -> dict:
     """The recorded ladder in brief, by the rules of README's table (:func:`ladder_markdown`: the H200's runs, paired
-    timing where it exists): % of cuBLAS per rung (and gemm()'s plan) at a few square sizes, and the top rung's
-    figure at the largest of them. ``{"sizes", "rows": [(label, {n: pct})], "top": (label, n, pct) | None,
-    "records", "runs"}``; "records" and "runs" count everything recorded, for what the summary leaves out."""
+    timing where it exists): % of the vendor baseline per rung (and gemm()'s plan) at a few square sizes, and the top
+    rung's figure at the largest of them. ``{"sizes", "rows": [(label, {n: pct})], "top": (label, n, pct, baseline) |
+    None, "baseline", "records", "runs"}``: "baseline" what the rows' % are of, with which vendor at which shape
+    where they differ (:func:`hgemm_course.harness.baseline_label`); "records" and "runs" count everything recorded,
+    for what the summary leaves out."""
+    from .harness import baseline_label
     from .ladder import registry
 
     records = load_records(gpu=RECORDED_GPU) if records is None else records
     shown = [r for r in records if r.get("paired")] or records
-    pct = {(r["rung"], r["M"]): r["pct_cublas"] for r in shown if r["M"] == r["N"] == r["K"] and r["M"] in sizes}
+    cells = {(r["rung"], r["M"]): r for r in shown if r["M"] == r["N"] == r["K"] and r["M"] in sizes}
+    pct = {key: r["pct_cublas"] for key, r in cells.items()}
     labels = {rung.id: f"{rung.id} {rung.slug}" for rung in registry().values()} | {"plan": "plan (gemm())"}
     rows = [(label, {n: pct[(rid, n)] for n in sizes if (rid, n) in pct})
             for rid, label in labels.items() if any((rid, n) in pct for n in sizes)]
-    top = next(((labels[rid], sizes[-1], pct[(rid, sizes[-1])]) for rid in reversed(registry())
-                if (rid, sizes[-1]) in pct), None)
-    return {"sizes": tuple(sizes), "rows": rows, "top": top, "records": len(records),
+    top = next(((labels[rid], sizes[-1], pct[(rid, sizes[-1])], baseline_label([cells[(rid, sizes[-1])]]))
+                for rid in reversed(registry()) if (rid, sizes[-1]) in pct), None)
+    drawn = [cells[(rid, n)] for rid in labels for n in sizes if (rid, n) in cells]
+    return {"sizes": tuple(sizes), "rows": rows, "top": top, "baseline": baseline_label(drawn, per_shape=True),
+            "records": len(records),
             "runs": len({r["file"] for r in records})}
 
 
@@ -383,13 +388,13 @@ def format_ladder_summary(summary: dict) -> str:
     if not summary["rows"]:
         return "No recorded H200 results yet (`hgemm-course bench --record` on the H200 writes them)."
     width = max(len(label) for label, _ in summary["rows"])
-    lines = [f"{'% of cuBLAS':<{width}}" + "".join(f"{f'{n}^3':>9}" for n in summary["sizes"])]
+    lines = [f"% of {summary['baseline']}:", f"{'':<{width}}" + "".join(f"{f'{n}^3':>9}" for n in summary["sizes"])]
     for label, pcts in summary["rows"]:
         lines.append(f"{label:<{width}}" + "".join(f"{f'{pcts[n]:.1f}%' if n in pcts else '-':>9}"
                                                    for n in summary["sizes"]))
     if summary["top"]:
-        label, n, pct = summary["top"]
-        lines.append(f"The top rung, {label}, reads {pct:.1f}% of cuBLAS at {n}^3.")
+        label, n, pct, baseline = summary["top"]
+        lines.append(f"The top rung, {label}, reads {pct:.1f}% of {baseline} at {n}^3.")
     lines.append(f"All {summary['records']} recorded rows, from {summary['runs']} runs and with the non-square shapes: "
                  "`hgemm-course results`.")
     return "\n".join(lines)

@@ -266,14 +266,16 @@ def format_tune_table(records: list[dict]) -> str:
 
 def recorded_tile_comparison(rungs, tiles, *, folder=None) -> str:
     """A table, labelled as recorded, of the newest paired tune records of each rung at each CTA tile ("BMxBN"):
-    % of cuBLAS per cube size, so two rungs are compared at one tile. Other settings (stages, super tiles)
+    % of the vendor baseline per cube size, so two rungs are compared at one tile. Other settings (stages, super tiles)
     are whatever the tune ran with; a missing cell reads "-"."""
+    from .harness import baseline_label
     from .results import load_runs
 
     rungs = [get(r).id for r in rungs]
     wanted = {tuple(int(x) for x in t.split("x")): t for t in tiles}
     cells: dict[tuple, float] = {}
     files: set[str] = set()
+    shown: list[dict] = []
     for path, data in load_runs(folder, kind="tune"):              # oldest first: newer records overwrite
         for r in data["records"]:
             cfg = r.get("config") or {}
@@ -281,11 +283,12 @@ def recorded_tile_comparison(rungs, tiles, *, folder=None) -> str:
             if r.get("paired") and r["rung"] in rungs and tile in wanted and r["M"] == r["N"] == r["K"]:
                 cells[(r["rung"], wanted[tile], r["M"])] = r["pct_cublas"]
                 files.add(path.name)
+                shown.append(r)
     if not cells:
         return (f"No recorded paired tune of rungs {', '.join(rungs)} at tiles {', '.join(tiles)}: run "
                 f"`hgemm-course tune RUNG --tiles {' '.join(tiles)} --record` on the H200.")
     sizes = sorted({n for _, _, n in cells})
-    lines = [f"RECORDED paired tunes ({', '.join(sorted(files))}), % of cuBLAS:",
+    lines = [f"RECORDED paired tunes ({', '.join(sorted(files))}), % of {baseline_label(shown, per_shape=True)}:",
              f"{'tile':<10}{'rung':<6}" + "".join(f"{f'{n}^3':>9}" for n in sizes)]
     for tile in tiles:
         for rung in rungs:

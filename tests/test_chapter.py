@@ -151,7 +151,8 @@ def test_place_on_ceilings_puts_a_rung_under_the_roofs_of_its_instruction(tmp_pa
     assert {k: round(v["pct"], 1) for k, v in placed["roofs"].items()} == {"mma_sync_bound": 70.0, "mma_sync_peak": 58.3}
     assert placed["cublas"] == {"tflops": 700.0, "pct": 50.0}
     assert out.startswith("RECORDED on the NVIDIA H200 (bench_nvidia-h200_20261129T100000.json, 2026-11-29)")
-    assert "cuBLAS, a reference kernel timed in the same run (not a roof), 700.0: the rung is 50.0% of it" in out
+    assert ("cuBLAS (cupy.matmul), the vendor baseline timed in the same run (a reference kernel, not a roof), 700.0: "
+            "the rung is 50.0% of it") in out
     assert "RECORDED ceilings on the NVIDIA H200 (ceilings_nvidia-h200_20261129T090000.json, 2026-11-29)" in out
     assert "8 warps/SM of 64x64, ldmatrix" in out and "70.0%" in out
     assert "mma.sync register peak, 16 warps of 64x32" in out
@@ -281,7 +282,8 @@ def _tune_samples(folder, paired: bool):
     return path
 
 
-@pytest.mark.parametrize("paired, what", [(True, "time over the paired cuBLAS launch's at 4096x4096x4096"),
+@pytest.mark.parametrize("paired, what", [(True, "time over the paired cuBLAS (cupy.matmul) launch's at "
+                                                 "4096x4096x4096"),
                                           (False, "time at 4096x4096x4096, each configuration in its own turn")])
 def test_tune_verdicts_compare_two_configurations_of_one_run(tmp_path, capsys, paired, what):
     path = _tune_samples(tmp_path, paired)

@@ -154,7 +154,7 @@ def test_format_table_names_the_vendor_and_the_choice_per_shape():
     assert "% vendor" in lines[0] and "host us" in lines[0] and "vendor host us" in lines[0]
     assert "cuBLAS" not in lines[0]
     assert lines[1].split()[-2:] == ["11.5", "25.0"] and lines[2].split()[-2:] == ["-", "-"]
-    assert lines[-1] == (f"baseline: the faster of {CUBLAS_NAME} and {CUBLASLT_NAME} at each shape: "
+    assert lines[-1] == ("baseline: the faster of cuBLAS and cuBLASLt at each shape: "
                          f"{CUBLASLT_NAME} at 4096x4096x4096; {CUBLAS_NAME} at 1024x1024x1024")
 
 

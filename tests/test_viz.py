@@ -105,15 +105,15 @@ def test_ladder_title_reads_an_outlier_against_drifting_cublas_as_level():
     records = ladder_records({1024: 56.0, 2048: 97.5, 4096: 98.8, 6144: 100.1, 8192: 117.0, 12288: 102.2})
     records += ladder_records({2048: 84.7, 8192: 100.7}, rung="10")
     title = viz.ladder_figure(records=records)._suptitle.get_text()
-    assert "Rung 11 runs level with cuBLAS from 2048^3 up" in title
+    assert "Rung 11 runs level with cuBLAS (cupy.matmul) from 2048^3 up" in title
     assert all(pct <= 100 + LEVEL_PCT for pct in stated_percentages(title))
 
 
 def test_ladder_title_states_the_median_when_it_is_not_level():
     title = viz.ladder_figure(records=FAKE_RECORDS)._suptitle.get_text()
-    assert "Rung 05 reaches 48% of cuBLAS at 8192^3" in title
+    assert "Rung 05 reaches 48% of cuBLAS (cupy.matmul) at 8192^3" in title
     title = viz.ladder_figure(records=ladder_records({2048: 80.0, 4096: 88.0, 8192: 130.0}))._suptitle.get_text()
-    assert "reaches 88% of cuBLAS from 2048^3 up" in title and stated_percentages(title) == [88.0]
+    assert "reaches 88% of cuBLAS (cupy.matmul) from 2048^3 up" in title and stated_percentages(title) == [88.0]
     assert "latency" in viz.ladder_figure(records=ladder_records({1024: 101.0}))._suptitle.get_text()
 
 

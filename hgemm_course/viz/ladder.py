@@ -1,5 +1,7 @@
-"""Ladder figure: each rung's recorded speed as a percentage of cuBLAS."""
+"""Ladder figure: each rung's recorded speed as a percentage of the vendor baseline its records were paired with."""
 from __future__ import annotations
+
+from textwrap import fill
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -14,8 +16,11 @@ def ladder_data(records=None, *, size=None):
     """One bar per rung from recorded results: the record at ``size`` (M, N, K), else each rung's largest.
 
     ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
-    Returns ``{'rungs', 'pct_cublas', 'sizes', 'gpus'}`` sorted by rung.
+    Returns ``{'rungs', 'pct_cublas', 'sizes', 'gpus', 'baseline'}`` sorted by rung, 'baseline' what the % are of
+    (:func:`hgemm_course.harness.baseline_label` of the records drawn).
     """
+    from ..harness import baseline_label
+
     records = _all_records() if records is None else records
     best = {}
     for r in records:
@@ -28,14 +33,19 @@ def ladder_data(records=None, *, size=None):
     rungs = sorted(best)
     return {"rungs": rungs, "pct_cublas": np.array([best[r]["pct_cublas"] for r in rungs], float),
             "sizes": [(best[r]["M"], best[r]["N"], best[r]["K"]) for r in rungs],
-            "gpus": sorted({best[r]["gpu"] for r in rungs if best[r]["gpu"]})}
+            "gpus": sorted({best[r]["gpu"] for r in rungs if best[r]["gpu"]}),
+            "baseline": baseline_label(best.values())}
 
 
 def ladder_grid_data(records=None):
-    """% of cuBLAS per rung (rows) and square size (columns), NaN where nothing is recorded.
+    """% of the vendor baseline per rung (rows) and square size (columns), NaN where nothing is recorded.
 
-    Returns ``{'rungs', 'sizes', 'pct_cublas' (len(rungs) x len(sizes)), 'gpus'}``.
+    Returns ``{'rungs', 'sizes', 'pct_cublas' (len(rungs) x len(sizes)), 'gpus', 'baseline', 'baseline_shapes',
+    'baselines'}``: what the grid's % are of, that with which vendor at which shape where they differ, and per rung
+    what its row's % are of (:func:`hgemm_course.harness.baseline_label`).
     """
+    from ..harness import baseline_label
+
     records = _all_records() if records is None else records
     square = [r for r in records if r["M"] == r["N"] == r["K"]]
     rungs = sorted({r["rung"] for r in square})
@@ -44,13 +54,15 @@ def ladder_grid_data(records=None):
     for r in square:
         grid[rungs.index(r["rung"]), sizes.index(r["M"])] = r["pct_cublas"]
     return {"rungs": rungs, "sizes": sizes, "pct_cublas": grid,
-            "gpus": sorted({r["gpu"] for r in square if r["gpu"]})}
+            "gpus": sorted({r["gpu"] for r in square if r["gpu"]}), "baseline": baseline_label(square),
+            "baseline_shapes": baseline_label(square, per_shape=True),
+            "baselines": {rung: baseline_label(r for r in square if r["rung"] == rung) for rung in rungs}}
 
 
 def ladder_headline(data):
     """The finding a :func:`ladder_grid_data` grid supports, read as README reads it: the rung with the
-    highest median % of cuBLAS over the sizes from ``THROUGHPUT_FROM``^3 up, "level with cuBLAS" when
-    that median is within ``LEVEL_PCT`` of 100%."""
+    highest median % of its baseline over the sizes from ``THROUGHPUT_FROM``^3 up, "level with" the baseline when
+    that median is within ``LEVEL_PCT`` of 100%, the baseline named as that rung's records name it."""
     measured = {}
     for rung, row in zip(data["rungs"], data["pct_cublas"]):
         pct = {n: p for n, p in zip(data["sizes"], row) if n >= THROUGHPUT_FROM and not np.isnan(p)}
@@ -62,13 +74,15 @@ def ladder_headline(data):
     pct = measured[rung]
     median = np.median(list(pct.values()))
     where = f"at {min(pct)}^3" if len(pct) == 1 else f"from {min(pct)}^3 up (median of {len(pct)} sizes)"
+    baseline = data["baselines"][rung]
     if abs(median - 100) <= LEVEL_PCT:
-        return f"Rung {rung} runs level with cuBLAS {where}"
-    return f"Rung {rung} reaches {median:.0f}% of cuBLAS {where}"
+        return f"Rung {rung} runs level with {baseline} {where}"
+    return f"Rung {rung} reaches {median:.0f}% of {baseline} {where}"
 
 
 def ladder_figure(*, records=None, size=None) -> Figure:
-    """Grouped bars: each rung's % of cuBLAS at every recorded square size (or one ``size``)."""
+    """Grouped bars: each rung's % of its vendor baseline at every recorded square size (or one ``size``); the axis
+    names the baseline, and where the records' baselines differ a line under the figure says which at which shape."""
     records = _all_records() if records is None else records
     if size is not None:
         records = [r for r in records if (r["M"], r["N"], r["K"]) == tuple(size)]
@@ -85,9 +99,11 @@ def ladder_figure(*, records=None, size=None) -> Figure:
     ax.axhline(100, color="black", ls="--", lw=1)
     ax.set_xticks(x, data["rungs"])
     ax.set_xlabel("rung")
-    ax.set_ylabel("% of cuBLAS (same process, median)")
+    ax.set_ylabel(f"% of {data['baseline']}\n(same process, median)")
     ax.legend(title="size", fontsize=8)
     fig.suptitle(f"{ladder_headline(data)} on {', '.join(data['gpus']) or 'an unrecorded GPU'}")
+    if data["baseline_shapes"] != data["baseline"]:
+        fig.supxlabel(fill(f"baseline: {data['baseline_shapes']}", 180), fontsize=7)
     return fig
 
 

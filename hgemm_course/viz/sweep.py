@@ -15,7 +15,7 @@ def course_sweep_shapes() -> list[tuple[int, int, int]]:
 
 
 def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
-    """% of cuBLAS of ``rungs`` per shape from the newest recorded run that timed them all on every shape of
+    """% of the vendor baseline of ``rungs`` per shape from the newest recorded run that timed them all on every shape of
     ``shapes`` (default: the course's sweep, :func:`course_sweep_shapes`; with none, on any non-square shape), with
     the plan's pick. A run that timed other shapes only (a check of the plan's model, say) is not the sweep.
 
@@ -25,10 +25,12 @@ def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
     'geomean_planned', 'min_planned' (both over the non-square shapes), 'file', 'gpu', 'date',
     'latest_plan': None, or, where a later run timed gemm()'s plan (``bench plan``) at every shape of the sweep, the
     newest such run: {'file', 'date', 'pct': [% or None per shape], 'geomean', 'min'} (the last two over the
-    sweep's non-square shapes)}``.
+    sweep's non-square shapes, 'baseline': what its % are of)}``, with 'baseline' what the sweep run's % are of
+    (:func:`hgemm_course.harness.baseline_label`).
     """
     import math
 
+    from ..harness import baseline_label
     from ..plan import plan
     from ..results import load_records
     from ..sim.waves import UNITS
@@ -74,14 +76,17 @@ def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
         plan_pct = [newest[("plan", *s)]["pct_cublas"] if ("plan", *s) in newest else None for s in shapes]
         on_sweep = [newest[("plan", *s)]["pct_cublas"] for s in scored if not s[0] == s[1] == s[2]]
         latest_plan = {"file": max(later), "date": next(iter(newest.values())).get("date", "?"), "pct": plan_pct,
-                       "geomean": geomean(on_sweep), "min": min(on_sweep)}
+                       "geomean": geomean(on_sweep), "min": min(on_sweep),
+                       "baseline": baseline_label(newest[("plan", *s)] for s in shapes if ("plan", *s) in newest)}
     return {"shapes": shapes, "pct": pct, "planned": planned, "planned_pct": planned_pct, "plan_measured": measured,
             "geomean_planned": geomean(nonsquare(planned_pct)), "min_planned": min(nonsquare(planned_pct)),
-            "file": file, "gpu": any_rec.get("gpu", "?"), "date": any_rec.get("date", "?"), "latest_plan": latest_plan}
+            "file": file, "gpu": any_rec.get("gpu", "?"), "date": any_rec.get("date", "?"), "latest_plan": latest_plan,
+            "baseline": baseline_label(recs[(rung, *s)] for rung in (*rungs, "plan") for s in shapes
+                                       if (rung, *s) in recs)}
 
 
 def shape_sweep_figure(*, records=None) -> Figure:
-    """Bars of rung 11 and rung 12 per shape, the plan's choice outlined, cuBLAS at 100%."""
+    """Bars of rung 11 and rung 12 per shape, the plan's choice outlined, the vendor baseline at 100%."""
     data = shape_sweep_data(records)
     shapes = data["shapes"]
     fig = Figure(figsize=(14, 5.5), layout="constrained")
@@ -102,13 +107,13 @@ def shape_sweep_figure(*, records=None) -> Figure:
         timed = [(x, p) for x, p in enumerate(latest["pct"]) if p is not None]
         ax.scatter([x for x, _ in timed], [p for _, p in timed], marker="*", s=110, color="tab:orange",
                    edgecolor="black", zorder=4, label=f"gemm() timed on its own ({latest['file']}): geometric mean "
-                                 f"{latest['geomean']:.1f}%, lowest {latest['min']:.1f}%")
-    ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS, paired launches")
+                                 f"{latest['geomean']:.1f}%, lowest {latest['min']:.1f}% of {latest['baseline']}")
+    ax.axhline(100, color="black", linestyle="--", linewidth=1, label=f"{data['baseline']}, paired launches")
     ax.set_xticks(range(len(shapes)), [f"{M}x{N}x{K}" for M, N, K in shapes], rotation=45, ha="right")
-    ax.set_ylabel("% of cuBLAS (median of paired launches)")
+    ax.set_ylabel(f"% of {data['baseline']}\n(median of paired launches)")
     ax.set_ylim(0, max(110, max(max(v) for v in data["pct"].values()) + 5))
     fig.legend(loc="outside lower center", ncols=3, title="outlined: the plan's choice")
     fig.suptitle(f"Rungs 11 and 12 on the sweep, recorded on the {data['gpu']} ({data['file']})\nthe plan's choice: "
-                 f"geometric mean {data['geomean_planned']:.1f}% of cuBLAS on the non-square shapes, lowest "
+                 f"geometric mean {data['geomean_planned']:.1f}% of {data['baseline']} on the non-square shapes, lowest "
                  f"{data['min_planned']:.1f}%")
     return fig

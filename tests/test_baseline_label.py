@@ -1,0 +1,82 @@
+"""What every "% of" figure is of: harness.baseline_label, and the label each figure's data and each table carry,
+for records timed against cupy.matmul alone (no ``vendor`` field), against cuBLASLt, and against each in turn."""
+import pytest
+
+from hgemm_course import harness, results
+from hgemm_course.harness import CUBLAS_NAME, CUBLASLT_NAME, baseline_label
+
+MIXED_LABEL = "the faster of cuBLAS and cuBLASLt at each shape"
+
+
+def rec(rung, n, pct, vendor=None, **extra):
+    r = {"rung": rung, "M": n, "N": n, "K": n, "tflops": 7.0 * pct, "cublas_tflops": 700.0, "pct_cublas": pct,
+         "gpu": "NVIDIA H200", "date": "2026-12-01T00:00:00", "paired": True, "file": "run.json", **extra}
+    return r if vendor is None else {**r, "vendor": vendor}
+
+
+OLD = [rec("11", 2048, 98.0), rec("11", 4096, 100.0), rec("12", 4096, 97.0)]           # cupy.matmul alone, no vendor
+TORCH = [rec("11", 2048, 95.0, CUBLASLT_NAME), rec("11", 4096, 99.0, CUBLASLT_NAME)]
+MIXED = [rec("11", 2048, 95.0, CUBLASLT_NAME), rec("11", 4096, 100.0, CUBLAS_NAME), rec("12", 4096, 96.0)]
+
+
+def test_label_of_each_kind_of_records():
+    assert baseline_label(OLD) == baseline_label(OLD, per_shape=True) == "cuBLAS (cupy.matmul)"
+    assert baseline_label([{**r, "vendor": CUBLAS_NAME} for r in OLD]) == CUBLAS_NAME
+    assert baseline_label(TORCH) == baseline_label(TORCH, per_shape=True) == "cuBLASLt (torch.matmul)"
+    assert baseline_label([]) == CUBLAS_NAME
+    assert baseline_label(MIXED) == MIXED_LABEL
+    assert baseline_label(MIXED, per_shape=True) == (
+        f"{MIXED_LABEL}: {CUBLASLT_NAME} at 2048x2048x2048; {CUBLAS_NAME} at 4096x4096x4096")
+
+
+def test_per_shape_names_the_rungs_where_one_shape_had_both():
+    records = [rec("12", 4096, 97.0), rec("plan", 4096, 99.0, CUBLASLT_NAME), rec("plan", 8192, 101.0)]
+    assert baseline_label(records, per_shape=True) == (
+        f"{MIXED_LABEL}: {CUBLAS_NAME} at 4096x4096x4096 (rung 12), 8192x8192x8192; "
+        f"{CUBLASLT_NAME} at 4096x4096x4096 (rung plan)")
+
+
+def test_baseline_note_says_both_were_timed_where_one_won_everywhere():
+    timed = {CUBLAS_NAME: 1.0, CUBLASLT_NAME: 0.9}
+    records = [rec("11", 4096, 99.0, CUBLASLT_NAME, vendor_ms=timed)]
+    assert harness.baseline_note(records) == f"baseline: {CUBLASLT_NAME}, the faster of cuBLAS and cuBLASLt at every shape"
+    assert harness.baseline_note(MIXED) == f"baseline: {baseline_label(MIXED, per_shape=True)}"
+
+
+@pytest.mark.parametrize("records, label", [(OLD, CUBLAS_NAME), (TORCH, CUBLASLT_NAME), (MIXED, MIXED_LABEL)])
+def test_the_ladder_figures_data_names_its_baseline(records, label):
+    from hgemm_course import viz
+
+    grid = viz.ladder_grid_data(records)
+    assert grid["baseline"] == label and grid["baseline_shapes"] == baseline_label(records, per_shape=True)
+    assert grid["baselines"]["12" if "12" in grid["rungs"] else "11"] in (CUBLAS_NAME, CUBLASLT_NAME)
+    assert viz.ladder_data(records)["baseline"] == baseline_label(
+        [r for r in records if r["M"] == max(x["M"] for x in records if x["rung"] == r["rung"])])
+    fig = viz.ladder_figure(records=records)
+    assert fig.axes[0].get_ylabel().startswith(f"% of {label}")
+
+
+def test_the_ladder_headline_names_the_rungs_own_baseline():
+    from hgemm_course import viz
+
+    title = viz.ladder_figure(records=MIXED)._suptitle.get_text()     # rung 11: cuBLASLt at 2048^3, cuBLAS at 4096^3
+    assert title.startswith(f"Rung 11 runs level with {MIXED_LABEL} from 2048^3 up")
+    title = viz.ladder_figure(records=MIXED + [rec("12", 8192, 120.0)])._suptitle.get_text()
+    assert title.startswith(f"Rung 12 reaches 108% of {CUBLAS_NAME} from 4096^3 up")
+    title = viz.ladder_figure(records=TORCH)._suptitle.get_text()
+    assert f"level with {CUBLASLT_NAME}" in title
+
+
+@pytest.mark.parametrize("records, label", [(OLD, CUBLAS_NAME), (TORCH, CUBLASLT_NAME)])
+def test_the_readme_table_and_the_summary_name_the_baseline(records, label):
+    assert f"% is of {label}, timed launch by launch" in results.ladder_markdown(records)
+    summary = results.ladder_summary(records, sizes=(2048, 4096))
+    assert summary["baseline"] == label
+    text = results.format_ladder_summary(summary)
+    assert text.splitlines()[0] == f"% of {label}:" and f"% of {label} at 4096^3." in text
+
+
+def test_the_summary_of_mixed_records_says_which_at_which_shape():
+    text = results.format_ladder_summary(results.ladder_summary(MIXED, sizes=(2048, 4096)))
+    assert text.splitlines()[0] == f"% of {baseline_label(MIXED, per_shape=True)}:"
+    assert f"The top rung, 12 streamk, reads 96.0% of {CUBLAS_NAME} at 4096^3." in text
