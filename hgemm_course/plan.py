@@ -395,6 +395,7 @@ def apart_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
     tiles = -(-M // bm) * -(-N // bn)
     if -(-ctas // tiles) < SPLIT_MIN_PIECES:
         return None
+    ctas = ctas // tiles * tiles        # its grid: a whole number of CTAs per tile
     return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn] + APART_NS[bm, bn]
 
 

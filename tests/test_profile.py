@@ -299,7 +299,7 @@ def test_cublas_is_profiled_like_a_rung_its_gemm_kernel_found_by_name(capsys):
 
 
 @pytest.mark.parametrize("name, regex, slug", [("cublaslt", "nvjet|gemm|cutlass", "cuBLASLt through torch.matmul"),
-                                               ("plan", "^k1[12]_", "gemm()'s plan")])
+                                               ("plan", "^k1[12]_(persistent|streamk)", "gemm()'s plan")])
 def test_cublaslt_and_the_plan_are_profiled_as_whole_launches_their_kernel_found_by_name(capsys, name, regex, slug):
     target, overrides, kernel = profile.launch_config(name.upper(), 256, 256, 65536)
     assert target.id == name and overrides == {} and kernel is None

@@ -28,6 +28,7 @@ SOURCE = "k12_streamk.cu"
 # them). None: the waves model picks per shape (sim.waves.best_split, as gemm()'s plan does), since the H200 ranked
 # them differently at different shapes.
 SK_WAVES = None
+ADD_GROUPS = 8          # warpgroups per CTA of split-K apart's adder (k12_streamk.cu's ADD_GROUPS)
 TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2), (8, 4)), clusters=(2, 1),
                   consumers=(2,))
 
@@ -53,11 +54,16 @@ def require_co_resident(clusters: int, resident: int, cluster_m: int) -> None:
 
 @lru_cache(maxsize=None)
 def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS) -> TemplateKernel:
+           cluster_m: int = CLUSTER_M, consumers: int = CONSUMERS, apart: bool = False) -> TemplateKernel:
+    """Rung 12's kernel; ``apart``: the same kernel on split-K apart's grid, a whole number of CTAs per tile."""
     rung11 = r11_persistent.kernel(tiles, super_mn, None, cluster_m, consumers)  # rung 11's refusals hold here too
 
     def grid(M: int, N: int) -> tuple[int]:
-        return _grid(device.current_gpu_id())
+        resident = _grid(device.current_gpu_id())
+        if not apart:
+            return resident
+        tile_count = cdiv(M, tiles.bm) * cdiv(N, tiles.bn)
+        return (resident[0] // tile_count * tile_count if tile_count <= resident[0] else resident[0],)
 
     @lru_cache(maxsize=8)                 # every resident cluster takes a share: the whole GPU, whatever the shape
     def _grid(device_id: int) -> tuple[int]:
@@ -72,10 +78,10 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
 @lru_cache(maxsize=None)
 def adder(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
           consumers: int = CONSUMERS) -> TemplateKernel:
-    """Split-K apart's second kernel, k12_add_partials: a CTA of 128 threads per split tile and fragment (one n8
-    column block of one consumer's product), which adds the tile's pieces and stores C. Clusters are not taken."""
+    """Split-K apart's second kernel, k12_add_partials: a CTA per split tile and fragment (one n8 column block of one
+    consumer's product), ADD_GROUPS warpgroups adding every ADD_GROUPS-th piece each, then their sums, into C."""
     fragments = consumers * (tiles.bm // 64 // consumers) * (tiles.bn // 8)
-    return TemplateKernel(SOURCE, "k12_add_partials", (tiles.bm, tiles.bn, *super_mn, consumers), 128, 0,
+    return TemplateKernel(SOURCE, "k12_add_partials", (tiles.bm, tiles.bn, *super_mn, consumers), 128 * ADD_GROUPS, 0,
                           needs=NEEDS, grid=lambda M, N: (cdiv(M, tiles.bm) * cdiv(N, tiles.bn), fragments))
 
 
@@ -113,10 +119,11 @@ def workspace(device: int, stream: int) -> Workspace:
 
 @lru_cache(maxsize=1024)
 def _launch_plan(M: int, N: int, K: int, tiles: WarpSpecializedTiles, super_mn: tuple[int, int], cluster_m: int,
-                 consumers: int, sk_waves: int | None, device_id: int) -> tuple[TemplateKernel, int, np.int32]:
+                 consumers: int, sk_waves: int | None, device_id: int,
+                 apart: bool = False) -> tuple[TemplateKernel, int, np.int32]:
     """(kernel, CTAs, data-parallel tiles) of one shape on GPU ``device_id`` (the current one; two GPUs of one
     host may hold different numbers of clusters), worked out once: a launch only looks them up."""
-    kern = kernel(tiles, super_mn, cluster_m, consumers)
+    kern = kernel(tiles, super_mn, cluster_m, consumers, apart)
     ctas = kern.grid(M, N)[0]
     units = ctas // cluster_m
     require_co_resident(units, resident_clusters(kern, cluster_m), cluster_m)
@@ -146,7 +153,7 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     M, N = c.shape
     K = a.shape[1]
     kern, ctas, dp_tiles = _launch_plan(M, N, K, tiles, super_mn, cluster_m, consumers, sk_waves,
-                                        device.current_gpu_id())
+                                        device.current_gpu_id(), apart)
     space = workspace(a.device.id, cupy.cuda.get_current_stream().ptr)
     maps = (*tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, M, N, tiles.bm // consumers))
     slots = 2 * ctas if apart else ctas
