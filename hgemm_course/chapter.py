@@ -889,25 +889,30 @@ def tune_verdicts(rung: str, label_a: str, label_b: str, *, path=None, folder=No
 STALLS_SHOWN = ("long_scoreboard", "barrier", "wait", "gmma", "mio_throttle", "short_scoreboard")
 
 
-def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, folder=None) -> list[dict]:
-    """The newest recorded profile (``hgemm-course profile``) of each rung at size^3, side by side: SM cycles and
+def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, folder=None,
+                          shape: tuple[int, int, int] | None = None) -> list[dict]:
+    """The newest recorded profile (``hgemm-course profile``) of each rung at size^3 (or ``shape``, M x N x K; a
+    rung may also be ``plan``, ``cublas`` or ``cublaslt``), side by side: SM cycles and
     clock, tensor pipe and issue slots, warps per SM, DRAM read, L2 hit rate, and the share of stalled warps on
     each reason in ``stalls`` (of all reasons but ``selected``, :func:`hgemm_course.profile.top_stalls`). With two
     or more rungs, each one's SM cycles against the first's: one profiled launch each, so a reading without a
     spread (:func:`compare_or_show` gives the verdict). Returns the profiles shown."""
     from . import profile
 
+    M, N, K = shape or (size, size, size)
+    where = f"{size}^3" if shape is None else f"{M}x{N}x{K}"
+    option = f"--size {size}" if shape is None else f"--shape {where}"
     records = []
     for rung in rungs:
-        record = profile.recorded_profile(rung, M=size, folder=folder)
+        record = profile.recorded_profile(rung, M, N, K, folder=folder)
         if record is None:
-            print(f"No recorded profile of rung {rung} at {size}^3: `hgemm-course profile {rung} --size {size}` "
+            print(f"No recorded profile of rung {rung} at {where}: `hgemm-course profile {rung} {option}` "
                   "on a GPU records one.")
         else:
             records.append(record)
     if not records:
         return []
-    print(f"RECORDED profiles on the {records[0]['gpu']} at {size}^3, one launch each (ncu --clock-control none):")
+    print(f"RECORDED profiles on the {records[0]['gpu']} at {where}, one launch each (ncu --clock-control none):")
     for r in records:
         print(f"  rung {r['rung']}: {r['file']} ({r['date'][:10]}), {r['kernel'].removeprefix('void ').split('(')[0]}")
     shares = [{s["reason"]: s["share_pct"] for s in profile.top_stalls(r["stalls"], n=len(r["stalls"]))}
@@ -921,9 +926,10 @@ def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, fo
             ("L2 hit rate, lts__t_sector_hit_rate (%)", lambda r, _: f"{r['l2_hit_pct']:.1f}")]
     rows += [(f"stalled warps on {reason} (%)", lambda r, s, reason=reason: f"{s.get(reason, 0.0):.1f}")
              for reason in stalls]
-    print(f"{'':<42}" + "".join(f"{'rung ' + r['rung']:>12}" for r in records))
+    widths = [max(12, len(r["rung"]) + 7) for r in records]     # "rung cublaslt" keeps a space before it
+    print(f"{'':<42}" + "".join(f"{'rung ' + r['rung']:>{w}}" for r, w in zip(records, widths)))
     for label, cell in rows:
-        print(f"{label:<42}" + "".join(f"{cell(r, s):>12}" for r, s in zip(records, shares)))
+        print(f"{label:<42}" + "".join(f"{cell(r, s):>{w}}" for r, s, w in zip(records, shares, widths)))
     first = records[0]
     for r in records[1:]:
         change = r["cycles"] / first["cycles"] - 1

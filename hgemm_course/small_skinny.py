@@ -24,6 +24,10 @@ from .roofline import gemm_floor
 
 SHAPES_FILE = Path("benchmarks") / "shapes_small_skinny.txt"      # under the repository
 VENDOR_PROBE = Path("tuning") / "2026-12-02" / "vendor_probe" / "vendor_probe_20261202T212448.json"  # under results/
+# The same probe at K-heavy shapes with rung 12 split apart among the candidates (under results/)
+APART_PROBE = Path("tuning") / "2026-12-03" / "split_apart" / "vendor_probe_20261203T092804.json"
+FAMILIES = (("rung 11, 64-row or 128x128 tiles", "r11 "), ("rung 12, owners add the pieces", " sk0"),
+            ("rung 12, split apart", " apart"))
 SMS = 132                       # the H200's SMs, where every recorded run was made
 K_STEP = 64                     # the K-iteration of rungs 11 and 12: a 64-deep slice of A and B
 SMALL_M = 128                   # up to this M a product is "small M": one 128-row tile holds all of A's rows
@@ -219,10 +223,11 @@ def host_summary(rows: list[dict], short_us: float = HOST_BOUND_US) -> dict:
 
 
 def recorded_probe(path: Path | str | None = None) -> tuple[Path, dict]:
-    """(path, data) of the vendor probe (research/vendor_probe.py), default :data:`VENDOR_PROBE` under results/."""
+    """(path, data) of the vendor probe (research/vendor_probe.py), default :data:`VENDOR_PROBE`; a relative path
+    is under results/."""
     from .paths import results_dir
 
-    path = Path(path) if path is not None else results_dir() / VENDOR_PROBE
+    path = results_dir() / (VENDOR_PROBE if path is None else Path(path))
     return path, json.loads(path.read_text())
 
 
@@ -260,6 +265,82 @@ def format_probe(rows: list[dict]) -> str:
         sweep = f"{r['sweep_pct']:11.0f}%" if r["sweep_pct"] is not None else f"{'-':>12}"
         lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['older_plan_pct']:9.0f}% " + " ".join(cells) + f" {sweep}")
     lines.append("% of the faster of cupy.matmul and torch.matmul in the probe's rounds; * the fastest candidate")
+    return "\n".join(lines)
+
+
+def family_rows(probe: dict) -> list[dict]:
+    """Per shape of a vendor probe: the fastest launch of each of :data:`FAMILIES` (name and % of the faster
+    vendor), so the owners' fix-up and split apart stand side by side with the smaller whole tiles."""
+    rows = []
+    for r in probe_rows(probe):
+        best = {}
+        for family, mark in FAMILIES:
+            timed = {n: p for n, p in r["candidates"].items() if (n.startswith(mark) if mark == "r11 " else n.endswith(mark))}
+            if timed:
+                name = max(timed, key=timed.get)
+                best[family] = (name, timed[name])
+        rows.append({"shape": r["shape"], "vendor_us": r["vendor_us"], "best": best})
+    return rows
+
+
+def format_families(rows: list[dict]) -> str:
+    lines = [f"{'M x N x K':>16} {'vendor us':>9}  " + "  ".join(f"{f:>34}" for f, _ in FAMILIES)]
+    for r in rows:
+        cells = [f"{r['best'][f][0]:>26} {r['best'][f][1]:5.0f}%" if f in r["best"] else f"{'-':>33}"
+                 for f, _ in FAMILIES]
+        lines.append(f"{'x'.join(map(str, r['shape'])):>16} {r['vendor_us']:9.1f}  " + "  ".join(f"{c:>34}" for c in cells))
+    lines.append("each family's fastest launch, % of the faster of cupy.matmul and torch.matmul in the probe's rounds")
+    return "\n".join(lines)
+
+
+PROFILED = ((256, 256, 65536), (1024, 1024, 32768), (96, 5000, 3000), (1536, 1536, 1536))
+
+
+def kernel_tile(kernel: str) -> tuple[int, int] | None:
+    """The (rows, columns) of C per CTA that a profiled kernel's name gives: the course's template's first two
+    arguments (k11_persistent<128, 256, ...>), or cuBLASLt's nvjet name (nvjet_sm90_hsh_192x96_...); None else."""
+    import re
+
+    found = re.search(r"k1[12]_(?:persistent|streamk)<(\d+), (\d+),", kernel) or re.search(r"nvjet_\w+?_(\d+)x(\d+)_", kernel)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def profile_pairs(shapes=PROFILED) -> list[dict]:
+    """At each shape, the newest recorded profile of gemm()'s launch (``plan``) and of cuBLASLt's kernel: each one's
+    kernel, tile (:func:`kernel_tile`) and tiles of C it makes, SM cycles and clock, tensor-pipe activity, DRAM
+    read and top stall. Shapes missing either profile are left out."""
+    from .profile import recorded_profile, top_stalls
+
+    rows = []
+    for M, N, K in shapes:
+        pair = {t: recorded_profile(t, M, N, K) for t in ("plan", "cublaslt")}
+        if None in pair.values():
+            continue
+        row = {"shape": (M, N, K)}
+        for t, r in pair.items():
+            tile = kernel_tile(r["kernel"])
+            row[t] = {"kernel": r["kernel"].removeprefix("void ").split("(")[0], "file": r["file"], "tile": tile,
+                      "tiles": None if tile is None else -(-M // tile[0]) * -(-N // tile[1]), "cycles": r["cycles"],
+                      "mhz": r["sm_clock_mhz"], "tensor": r["tensor_pipe_active_pct"],
+                      "dram_mb": r["dram_read_bytes"] / 1e6, "stall": top_stalls(r["stalls"], n=1)[0]}
+        rows.append(row)
+    return rows
+
+
+def format_profile_pairs(rows: list[dict]) -> str:
+    lines = [f"{'M x N x K':>16} {'':9} {'tile':>8} {'tiles':>5} {'kcycles':>8} {'MHz':>6} {'tensor %':>8} "
+             f"{'DRAM MB':>8}  top stall (share %)  kernel"]
+    for r in rows:
+        for t, label in (("plan", "gemm()"), ("cublaslt", "cuBLASLt")):
+            p = r[t]
+            tile = "x".join(map(str, p["tile"])) if p["tile"] else "?"
+            lines.append(f"{'x'.join(map(str, r['shape'])) if t == 'plan' else '':>16} {label:9} {tile:>8} "
+                         f"{p['tiles'] or '?':>5} {p['cycles'] / 1e3:8.1f} {p['mhz']:6.0f} {p['tensor']:8.1f} "
+                         f"{p['dram_mb']:8.0f}  {p['stall']['reason'] + ' ' + format(p['stall']['share_pct'], '.0f'):<19}  "
+                         f"{p['kernel'][:60]}")
+        ratio = r["plan"]["cycles"] / r["cublaslt"]["cycles"]
+        lines.append(f"{'':>16} gemm()'s launch took {ratio:.2f}x cuBLASLt's kernel's SM cycles (one profile each)")
+    lines.append("tensor %: of active cycles; ncu flushes the caches before each replay pass, so the L2 starts cold")
     return "\n".join(lines)
 
 

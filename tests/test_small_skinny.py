@@ -125,3 +125,40 @@ def test_time_or_show_prints_the_recorded_rows_without_a_gpu(capsys, monkeypatch
     out = capsys.readouterr().out
     assert [(r["M"], r["N"], r["K"]) for r in rows] == [(256, 256, 65536), (16, 4096, 4096)]
     assert "RECORDED on the NVIDIA H200" in out and "host us" in out
+
+
+def test_kernel_tile_reads_the_course_templates_and_cublaslt_names():
+    from hgemm_course.small_skinny import kernel_tile
+
+    assert kernel_tile("void k11_persistent<128, 256, 64, 4, 1, 1, 1, 2, 40, 232>(const __half *)") == (128, 256)
+    assert kernel_tile("k12_streamk<64, 128, 64, 8, 8, 2, 1, 1, 40, 232>") == (64, 128)
+    assert kernel_tile("nvjet_sm90_hsh_192x96_64x5_1x2_h_bz_NNT") == (192, 96)
+    assert kernel_tile("k12_add_partials<128, 128, 8, 2, 2>") is None
+    assert kernel_tile("sm90_xmma_gemm_f16f16") is None
+
+
+def test_each_family_of_the_apart_probe_names_its_fastest_launch():
+    from hgemm_course import small_skinny as ss
+
+    _, probe = ss.recorded_probe(ss.APART_PROBE)
+    rows = ss.family_rows(probe)
+    assert len(rows) == len(probe["rows"]) and all(len(r["best"]) == 3 for r in rows)
+    for r in rows:
+        row = next(x for x in probe["rows"] if (x["M"], x["N"], x["K"]) == r["shape"])
+        for name, pct in r["best"].values():
+            assert pct == row["pct_best_vendor"][name]
+        apart_name, apart_pct = r["best"]["rung 12, split apart"]
+        assert apart_name.endswith(" apart")
+        assert apart_pct == max(v for k, v in row["pct_best_vendor"].items() if k.endswith(" apart"))
+
+
+def test_profile_pairs_set_each_kernels_tiles_and_cycles_side_by_side():
+    from hgemm_course import small_skinny as ss
+
+    rows = ss.profile_pairs(((1536, 1536, 1536), (3, 5, 7)))     # the second has no profile: left out
+    assert [r["shape"] for r in rows] == [(1536, 1536, 1536)]
+    plan, vendor = rows[0]["plan"], rows[0]["cublaslt"]
+    assert plan["tile"] == (128, 256) and plan["tiles"] == 12 * 6
+    assert vendor["tile"] == (192, 96) and vendor["tiles"] == 8 * 16
+    assert plan["cycles"] > vendor["cycles"] > 0
+    assert "took 1.48x cuBLASLt's" in ss.format_profile_pairs(rows)
