@@ -2,6 +2,7 @@
 the records."""
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -76,21 +77,22 @@ def test_every_command_readme_names_exists(command, capsys):
     assert exit_.value.code == 0, capsys.readouterr().err
 
 
-def test_the_picture_is_what_its_command_draws_from_the_records_now(tmp_path):
-    """README's one picture is committed (a README on a code host shows only files of the repository), so it is
+def test_each_picture_is_what_its_command_draws_from_the_records_now(tmp_path):
+    """README's pictures are committed (a README on a code host shows only files of the repository), so each is
     checked against a fresh drawing by the command its caption names: a new record makes it stale, and this fails."""
     from matplotlib.testing.compare import compare_images
     from matplotlib.testing.exceptions import ImageComparisonFailure
 
-    picture = re.search(r"!\[[^]]*\]\((results/[\w.]+\.png)\)\n\*.*?`(hgemm-course viz [^`]*)`", README, flags=re.S)
-    assert picture, "README's picture is followed by a caption naming the `hgemm-course viz` command that draws it"
-    path, command = picture.groups()
-    argv = shlex.split(command)[1:]
-    assert argv[argv.index("--out") + 1] == path
-    argv[argv.index("--out") + 1] = str(tmp_path / "drawn.png")
-    assert main(argv) == 0
-    try:
-        difference = compare_images(str(REPO_ROOT / path), str(tmp_path / "drawn.png"), tol=PICTURE_TOLERANCE)
-    except ImageComparisonFailure as exc:     # another size: rungs or sizes were added since it was drawn
-        difference = str(exc)
-    assert difference is None, f"{path} is not what the records draw now: run `{command}` ({difference})"
+    pictures = re.findall(r"!\[[^]]*\]\((results/[\w.]+\.png)\)\n\*.*?`(hgemm-course viz [^`]*)`", README, flags=re.S)
+    assert len(pictures) == README.count("![") >= 2, "each picture is followed by a caption naming the command"
+    for path, command in pictures:
+        argv = shlex.split(command)[1:]
+        assert argv[argv.index("--out") + 1] == path
+        drawn = tmp_path / f"drawn_{Path(path).name}"
+        argv[argv.index("--out") + 1] = str(drawn)
+        assert main(argv) == 0
+        try:
+            difference = compare_images(str(REPO_ROOT / path), str(drawn), tol=PICTURE_TOLERANCE)
+        except ImageComparisonFailure as exc:     # another size: rungs, sizes or shapes were added since
+            difference = str(exc)
+        assert difference is None, f"{path} is not what the records draw now: run `{command}` ({difference})"
