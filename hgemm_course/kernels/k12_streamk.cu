@@ -8,7 +8,7 @@
 // CTAs after it that share the tile, adds their partial sums, and stores the tile as rung 11 does. A
 // range starts inside a tile at most once, so one slot per CTA and consumer is enough; a flag holds the
 // launch's epoch, so flags from earlier launches need no clearing.
-// Split-K apart (apart = 1): where a tile is cut into many pieces, its owner would add them one after
+// Split-K apart (APART): where a tile is cut into many pieces, its owner would add them one after
 // another. Instead every CTA writes each piece it computed to a slot of its own (two per CTA: its range's
 // first piece and its last) and stores nothing of those tiles; a second kernel, k12_add_partials, then adds
 // each split tile's pieces, every fragment of it in a CTA of its own, and stores C. The launcher sizes the grid
@@ -131,8 +131,9 @@ __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
 // SUPER_M / CLUSTER_M x SUPER_N of them; CTA r of a cluster computes row r of its cluster tile.
 // setmaxnreg sets each producer thread to PRODUCER_REGS registers (one thread issues TMA, no
 // accumulators) and each consumer thread to CONSUMER_REGS (up to 128 accumulators + addresses).
+// APART: split-K apart (the header's last paragraph) instead of the owners' fix-up.
 template <int BM, int BN, int BK, int STAGES, int SUPER_M, int SUPER_N, int CLUSTER_M, int CONSUMERS,
-          int PRODUCER_REGS, int CONSUMER_REGS>
+          int PRODUCER_REGS, int CONSUMER_REGS, bool APART>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 * (1 + CONSUMERS), 1)
 k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
         const __grid_constant__ TensorMap tmap_a,  // A (M, K): boxes of (BM, BK), SWIZZLE_128B
@@ -140,8 +141,7 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
         const __grid_constant__ TensorMap tmap_c,  // C (M, N): boxes of (BM / CONSUMERS, 64), SWIZZLE_128B
         float4* __restrict__ workspace,            // per CTA and consumer: (C_ROWS, BN) fp32 partial sums
         unsigned* __restrict__ flags,              // per CTA and consumer: the epoch once its partial sums are in
-        int dp_tiles, unsigned epoch,              // tiles that go out whole; this launch's flag value (never 0)
-        int apart) {                               // 1: split tiles' pieces to two slots per CTA, added apart
+        int dp_tiles, unsigned epoch) {            // tiles that go out whole; this launch's flag value (never 0)
     const CtaClock cta_clock;  // the timing build logs this CTA's start and end (cta_clock.cuh)
     constexpr int THREADS = 128 * (1 + CONSUMERS);    // the producer warpgroup, then the consumers
     constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8; // 168: each thread's registers at entry, by the launch bound
@@ -353,9 +353,11 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
                     }
                 }
             };
-            if (apart && (seg.k_begin > 0 || seg.k_end < k_tiles)) {  // a piece: k12_add_partials adds it
-                write_partials((blockIdx.x * 2 + (s > work.dp_count(cluster))) * CONSUMERS + consumer);
-                continue;
+            if constexpr (APART) {
+                if (seg.k_begin > 0 || seg.k_end < k_tiles) {  // a piece: k12_add_partials adds it
+                    write_partials((blockIdx.x * 2 + (s > work.dp_count(cluster))) * CONSUMERS + consumer);
+                    continue;
+                }
             }
             if (seg.k_begin > 0) {                    // not the tile's first slices: hand the sums over
                 write_partials(blockIdx.x * CONSUMERS + consumer);

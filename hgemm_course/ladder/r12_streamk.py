@@ -69,7 +69,7 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
     def _grid(device_id: int) -> tuple[int]:
         return (resident_clusters(kern, cluster_m) * cluster_m,)
 
-    kern = TemplateKernel(SOURCE, "k12_streamk", rung11.template_args, rung11.threads, rung11.smem_bytes,
+    kern = TemplateKernel(SOURCE, "k12_streamk", (*rung11.template_args, apart), rung11.threads, rung11.smem_bytes,
                           needs=NEEDS, grid=grid,
                           smem_layout=rung11.smem_layout)
     return kern
@@ -158,7 +158,7 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     maps = (*tensormap.tensor_maps(a, b, tiles.bm, tiles.bk), _map_c(c.data.ptr, M, N, tiles.bm // consumers))
     slots = 2 * ctas if apart else ctas
     partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
-    again = kern.launch(a, b, c, *maps, partials, flags, dp_tiles, np.uint32(epoch), np.int32(apart))
+    again = kern.launch(a, b, c, *maps, partials, flags, dp_tiles, np.uint32(epoch))
     add = adder(tiles, super_mn, consumers) if apart else None
     add_args = (np.int32(ctas),)            # the units whose pieces the adder reads
     if add is not None:
@@ -168,12 +168,11 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     if again is None:
         return None
     grid, block, args = again.args
-    fixed = args[:-5]                  # A, B, C, M, N, K and the tensor maps; the workspace follows
+    fixed = args[:-4]                  # A, B, C, M, N, K and the tensor maps; the workspace follows
 
     def launch_again() -> None:
         partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
-        again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch), np.int32(apart)),
-                   **again.keywords)
+        again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch)), **again.keywords)
         if add is not None:
             add_fn(add.grid(M, N), (add.threads,), (*fixed[:6], partials, dp_tiles, *add_args))
 
@@ -185,7 +184,7 @@ RUNG = Rung(
     idea=("the K-slices of the tiles past the whole waves are divided evenly among the persistent clusters; "
           "partial tiles meet in a global workspace, announced by per-CTA flags"),
     backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
-    instantiations=lambda target: (kernel(), adder()),
+    instantiations=lambda target: (kernel(), kernel(apart=True), adder()),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
            "consumers": CONSUMERS, "sk_waves": SK_WAVES,
