@@ -183,7 +183,8 @@ RUNG = Rung(
     id="12", slug="streamk", title="rung 11 + stream-K: the last waves divided by K, partial tiles fixed up",
     idea=("the K-slices of the tiles past the whole waves are divided evenly among the persistent clusters; "
           "partial tiles meet in a global workspace, announced by per-CTA flags"),
-    backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS, name_expressions=(kernel().name_expression,),
+    backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS,
+    name_expressions=(kernel().name_expression, kernel(apart=True).name_expression, adder().name_expression),
     instantiations=lambda target: (kernel(), kernel(apart=True), adder()),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
