@@ -426,10 +426,9 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
                for bm64, bn64, stages in ROW64_TILES)
     splits = [(time / charge, "12", bm_s, bn_s, stages, consumers) for bm_s, bn_s, stages, consumers in SPLIT_TILES
               if (time := split_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
-    aparts = [(time / charge, "12 apart", bm_s, bn_s, stages, consumers)
-              for bm_s, bn_s, stages, consumers in APART_TILES
-              if (time := apart_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
-    splits += aparts
+    splits += [(time / charge, "12 apart", bm_s, bn_s, stages, consumers)
+               for bm_s, bn_s, stages, consumers in APART_TILES
+               if (time := apart_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
     if splits and min(splits)[0] <= best[0] * (1 - ROW64_MARGIN):      # the split must beat the 64-row tiles too
         best = min(splits)
     time, new_rung, bm_new, bn_new, stages, consumers = best
@@ -440,8 +439,9 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
     planned_text = (f"{planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {planned_on} tiles'}"
                     f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
     if new_rung.startswith("12"):
-        pieces = -(-ctas // (-(-M // bm_new) * -(-N // bn_new)))
         apart = new_rung == "12 apart"
+        tile_count = -(-M // bm_new) * -(-N // bn_new)     # split apart's grid: a whole number of CTAs per tile
+        pieces = ctas // tile_count if apart else -(-ctas // tile_count)
         options = {"cluster_m": 1, "consumers": consumers, "tiles": tiles, "super_mn": RUNG11_SPLIT_SUPER,
                    "sk_waves": 0} | ({"apart": True} if apart else {})
         added = ", a second kernel adding the pieces," if apart else ""
