@@ -379,6 +379,12 @@ def row64_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float:
     return -(-(-(-M // bm) * -(-N // bn)) // ctas) * -(-K // 64) * ROW64_ITER_NS[bm, bn]
 
 
+def busiest_cta_ns(tiles: int, K: int, ctas: int, bm: int, bn: int) -> float:
+    """The model's time of the busiest of ``ctas`` CTAs dealt the K-iterations of ``tiles`` (bm, bn) tiles evenly:
+    its share of them x ROW64_ITER_NS."""
+    return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn]
+
+
 def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float | None:
     """The model's time of rung 12 dividing every (bm, bn) tile by K over ``ctas`` CTAs: the busiest CTA's
     k-iterations x ROW64_ITER_NS plus SPLIT_FIXUP_NS per piece of a tile; None where a tile would be cut into
@@ -387,7 +393,7 @@ def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
     pieces = -(-ctas // tiles)
     if pieces < SPLIT_MIN_PIECES:
         return None
-    return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn] + pieces * SPLIT_FIXUP_NS[bm, bn]
+    return busiest_cta_ns(tiles, K, ctas, bm, bn) + pieces * SPLIT_FIXUP_NS[bm, bn]
 
 
 def apart_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float | None:
@@ -396,8 +402,7 @@ def apart_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
     tiles = -(-M // bm) * -(-N // bn)
     if -(-ctas // tiles) < SPLIT_MIN_PIECES:
         return None
-    ctas = ctas // tiles * tiles        # its grid: a whole number of CTAs per tile
-    return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn] + APART_NS[bm, bn]
+    return busiest_cta_ns(tiles, K, ctas // tiles * tiles, bm, bn) + APART_NS[bm, bn]  # a whole number of CTAs per tile
 
 
 def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,

@@ -162,9 +162,8 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     add = adder(tiles, super_mn, consumers) if apart else None
     add_args = (np.int32(ctas),)            # the units whose pieces the adder reads
     if add is not None:
-        add_fn = add.function()
-        add_fn(add.grid(M, N), (add.threads,), (a, b, c, np.int32(M), np.int32(N), np.int32(K), partials, dp_tiles,
-                                                *add_args))
+        add_fn, add_grid = add.function(), add.grid(M, N)
+        add_fn(add_grid, (add.threads,), (a, b, c, np.int32(M), np.int32(N), np.int32(K), partials, dp_tiles, *add_args))
     if again is None:
         return None
     grid, block, args = again.args
@@ -174,7 +173,7 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
         partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
         again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch)), **again.keywords)
         if add is not None:
-            add_fn(add.grid(M, N), (add.threads,), (*fixed[:6], partials, dp_tiles, *add_args))
+            add_fn(add_grid, (add.threads,), (*fixed[:6], partials, dp_tiles, *add_args))
 
     return launch_again
 
