@@ -213,7 +213,7 @@ class BenchRecord:
     # Each vendor's median ms at this shape, from timing the vendors against each other (time_paired) to pick the
     # faster; None where one vendor library alone is present.
     vendor_ms: dict[str, float] | None = None
-    host_us: float | None = None         # host microseconds per call of the rung's launch (host_us_per_call)
+    host_us: float | None = None         # host microseconds per call of the rung's launch (host_us_paired)
     vendor_host_us: float | None = None  # the same for the vendor's call
 
     @property
@@ -455,21 +455,28 @@ def host_us_per_call(fn, a, b, c, *, calls: int = HOST_CALLS, holds: int = HOST_
     :class:`StreamHold`, so the GPU runs none of them while the host is timed and a full queue never makes the
     host wait, timed with ``time.perf_counter``; the median over ``holds`` holds, the stream drained between them.
     A kernel shorter than this runs at the host's pace when called one call after another."""
+    return host_us_paired((fn,), a, b, c, calls=calls, holds=holds)[0]
+
+
+def host_us_paired(fns, a, b, c, *, calls: int = HOST_CALLS, holds: int = HOST_HOLDS) -> list[float]:
+    """:func:`host_us_per_call` of each of ``fns``, their holds taken in turn (one hold of each, ``holds`` times), so
+    that what slows the host for a while (another process, the CPU's clock) weighs on all of them alike."""
     import time
 
     import cupy
 
     stream = cupy.cuda.get_current_stream()
-    per_call = []
+    per_call = [[] for _ in fns]
     for _ in range(holds):
-        with StreamHold():
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn(a, b, c)
-            per_call.append((time.perf_counter() - start) / calls * 1e6)
-        stream.synchronize()
+        for fn, times in zip(fns, per_call):
+            with StreamHold():
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn(a, b, c)
+                times.append((time.perf_counter() - start) / calls * 1e6)
+            stream.synchronize()
     _warn_if_a_hold_timed_out()
-    return statistics.median(per_call)
+    return [statistics.median(times) for times in per_call]
 
 
 @dataclass(frozen=True)
@@ -675,7 +682,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
     against each other there (:func:`choose_vendor`) and the faster is paired with every rung; the record names it
     (``vendor``) and keeps each one's median (``vendor_ms``). ``baselines`` ({(M, N, K): :class:`VendorChoice`}, as
     :func:`pick_vendors` returns) gives the choice instead, for the shapes it has. Each record also has the host's
-    microseconds per call of the rung's launch and of the baseline's (:func:`host_us_per_call`).
+    microseconds per call of the rung's launch and of the baseline's, timed in turn (:func:`host_us_paired`).
 
     A rung that fails verification is never timed: :class:`VerificationError` is raised, or,
     when a ``failures`` list is given, its :class:`VerifyResult` is appended there and the
@@ -715,7 +722,6 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
         given = (baselines or {}).get((M, N, K))
         choice = given if given is not None else choose_vendor(fns, sets, warmup=warmup, repeats=repeats)
         baseline = fns[choice.name]
-        baseline_host_us = host_us_per_call(baseline, *sets[0])
         for rung in [r for shape, r in jobs if shape == (M, N, K)]:
             bar.set_postfix_str(f"rung {rung.id} {M}x{N}x{K}")
             check = verify(rung, M, N, K)
@@ -727,6 +733,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 continue
             t = time_paired(rung.launch, baseline, sets, warmup=warmup, repeats=repeats, clock=clock)
             clocked = time_with_clock(rung.launch, sets, warmup=warmup) if clocks else None
+            host_us, baseline_host_us = host_us_paired((rung.launch, baseline), *sets[0])
             ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             records.append(BenchRecord(
                 rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms), 100.0 * cms / ms,
@@ -736,8 +743,7 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 [c and c.mhz for c in t.reference_clocks],
                 [c and c.power_capped for c in t.fn_clocks], [c and c.power_capped for c in t.reference_clocks],
                 [c.as_dict() for c in clocked.launches] if clocked else [], clocked.ratio if clocked else None,
-                vendor=choice.name, vendor_ms=choice.ms, host_us=host_us_per_call(rung.launch, *sets[0]),
-                vendor_host_us=baseline_host_us))
+                vendor=choice.name, vendor_ms=choice.ms, host_us=host_us, vendor_host_us=baseline_host_us))
             bar.update()
         del sets
         forget_torch_views()

@@ -131,10 +131,14 @@ NARROW_TILE_UNALIGNED_SPEED = 0.68
 # file, rung 12 read 14-62% of the faster vendor library at every such shape (16-128 x 4096 x 4096, 16 x 11008 x 4096,
 # 64 x 28672 x 8192, 512 x 512 x 16384, 256 x 256 x 65536), where its fix-up is not paid for by long pieces (a
 # hypothesis: no profile of those launches was taken). Rows off 128-byte boundaries are charged
-# NARROW_TILE_UNALIGNED_SPEED per operand, as the narrow tiles are: at 1000^3 the 64 x 128 tiles read 70% where the
-# plan's 128 x 128 tiles read 77%.
+# ROW64_UNALIGNED_SPEED per operand: in the same file, the median over the 64-row and 128 x 128 tiles of how much of
+# their speed per k-iteration they kept at 1000^3 (both operands off) against 1024^3, per operand (the square root
+# of the ratio; tests/test_plan_row64.py recomputes it). The narrow tiles' charge, which the plan used here before,
+# is harsher than these tiles measured: at 96 x 5000 x 3000 it kept rung 12 on 128 x 256 tiles, which read 44% of
+# the faster vendor library, where 64 x 128 tiles read 61% (results/tuning/2026-12-03/split_apart).
 ROW64_TILES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))     # (bm, bn, stages)
 ROW64_ITER_NS = {(64, 64): 280, (64, 128): 358, (64, 256): 556, (128, 128): 464, (128, 256): 822}
+ROW64_UNALIGNED_SPEED = 0.855
 ROW64_MARGIN = 0.10
 ROW64_MIN_SHARE = 64
 # Rung 12 on the smaller tiles with every tile divided by K (sk_waves=0, no clusters), for products whose tiles are
@@ -426,7 +430,7 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
     if credited:
         planned /= split_gain
     off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
-    charge = NARROW_TILE_UNALIGNED_SPEED ** off
+    charge = ROW64_UNALIGNED_SPEED ** off
     best = min((row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, "11", bm64, bn64, stages, 1)
                for bm64, bn64, stages in ROW64_TILES)
     splits = [(time / charge, "12", bm_s, bn_s, stages, consumers) for bm_s, bn_s, stages, consumers in SPLIT_TILES

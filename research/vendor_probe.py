@@ -97,9 +97,6 @@ def verified(fn, a, b, reference, K):
     return harness.compare(c, reference, K=K)
 
 
-host_us = harness.host_us_per_call        # host microseconds per call, the calls queued behind a stream hold
-
-
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", type=Path, required=True)
@@ -125,12 +122,13 @@ def main() -> int:
 
     host, profile_text = {}, ""
     for M, N, K in () if args.skip_host else ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048), (1000, 1000, 1000),
-                                               (256, 256, 65536)):
+                                               (256, 256, 65536), (200, 136, 20000)):
         a, b, c = inputs(M, N, K, 0)[0]
         fns = {"gemm_out": gemm, **vendors, "kernel": (lambda k: lambda a, b, c: k())(kernel_call(planned_rung(), a, b, c))}
         for fn in fns.values():
             fn(a, b, c)
-        host[f"{M}x{N}x{K}"] = {name: host_us(fn, a, b, c) for name, fn in fns.items()}
+        # host microseconds per call, the calls queued behind a stream hold, the callers' holds taken in turn
+        host[f"{M}x{N}x{K}"] = dict(zip(fns, harness.host_us_paired(tuple(fns.values()), a, b, c)))
         print("host us", M, N, K, {k: round(v, 1) for k, v in host[f"{M}x{N}x{K}"].items()}, flush=True)
         if M == 256:
             prof = cProfile.Profile()
@@ -145,6 +143,7 @@ def main() -> int:
             print(profile_text[:6000], flush=True)
 
     rows = []
+    path = args.out / f"vendor_probe_{time.strftime('%Y%m%dT%H%M%S')}.json"
     shapes = [] if args.host_only else SHAPES[:args.only] if args.only else SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in shape.lower().split("x")) for shape in args.shapes]
@@ -186,11 +185,15 @@ def main() -> int:
               + " ".join(f"{k}={v:.0f}" for k, v in best), flush=True)
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
-    path = args.out / f"vendor_probe_{time.strftime('%Y%m%dT%H%M%S')}.json"
-    path.write_text(json.dumps({"provenance": results.provenance({"probe": "research/vendor_probe.py", "torch": torch_version()}),
-                                "host_us": host, "profile": profile_text, "rows": rows}, indent=1))
+        write(path, host, profile_text, rows)       # after every shape: a run cut short keeps what it timed
+    write(path, host, profile_text, rows)
     print("wrote", path)
     return 0
+
+
+def write(path: Path, host: dict, profile_text: str, rows: list) -> None:
+    path.write_text(json.dumps({"provenance": results.provenance({"probe": "research/vendor_probe.py", "torch": torch_version()}),
+                                "host_us": host, "profile": profile_text, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # gemm() on the shapes users bring, against the faster vendor library, through the device tool:
 #   run(command="STEPS='host bench' bash scripts/h200_small_skinny.sh", carry=[".whl"])
-# Steps (STEPS env): host (the host's cost per call of gemm(out=), cupy.matmul, torch.matmul and the bare kernel,
+# Steps (STEPS env): probe (research/vendor_probe.py's candidates at PROBE_SHAPES, recorded), host (the host's cost per call of gemm(out=), cupy.matmul, torch.matmul and the bare kernel,
 # research/vendor_probe.py --host-only), bench (`bench plan` over benchmarks/shapes_small_skinny.txt, recorded),
 # sanitize (compute-sanitizer on the plan's split and 64-row launches, on tails), tests (the GPU tests of stream-K
 # and the API), profiles (ncu on gemm()'s launch and on cuBLASLt's GEMM kernel at each of PROFILE_SHAPES, recorded),
-# chapter (chapter 13 executed in place). What lands in results/ comes back in $OUT/results.tgz.
+# chapter (chapter 13 executed, into $OUT/notebooks). What lands in results/ comes back in $OUT/results.tgz.
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
 OUT=${OUT:-$PWD/.device_out}
@@ -17,6 +17,11 @@ hg() { python3 -m hgemm_course.cli "$@"; }
 day=$(date -u +%Y-%m-%d)
 if step host; then
   timeout 300 python3 research/vendor_probe.py --host-only --out "results/tuning/$day/host_path" 2>&1 | tee "$OUT/host.txt" | grep -v "^ \{5,\}" | head -60
+  status=$((status | PIPESTATUS[0]))
+fi
+if step probe; then    # the candidates at PROBE_SHAPES, recorded under results/tuning/<day>/PROBE_NAME
+  timeout "${PROBE_SECONDS:-400}" python3 research/vendor_probe.py --skip-host --rounds "${PROBE_ROUNDS:-2}" --shapes $PROBE_SHAPES \
+    --out "results/tuning/$day/${PROBE_NAME:-probe}" 2>&1 | tee "$OUT/probe.txt" | grep -v "^ \{5,\}" | tail -80
   status=$((status | PIPESTATUS[0]))
 fi
 if step bench; then
@@ -41,14 +46,14 @@ if step sanitize; then
   done
 fi
 if step tests; then
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py \
+  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py tests/test_packed_launch.py \
     tests/test_vendor_baseline.py > "results/logs/pytest_gpu_small_skinny_$day.txt" 2>&1
   status=$((status | $?)); tail -3 "results/logs/pytest_gpu_small_skinny_$day.txt"
 fi
 if step chapter; then
-  timeout 500 jupyter nbconvert --to notebook --execute --inplace chapters/13_small_skinny.ipynb 2>&1 | tail -3
+  # nbclient, not nbconvert: the device's image has no jupyter command
+  timeout 500 python3 -m hgemm_course.notebooks --out "$OUT/notebooks" chapters/13_small_skinny.ipynb 2>&1 | tail -3
   status=$((status | PIPESTATUS[0]))
-  cp chapters/13_small_skinny.ipynb "$OUT/"
 fi
 added=$(find results -type f -newer "$OUT/.started")
 [[ -n "$added" ]] && tar czf "$OUT/results.tgz" $added

@@ -176,3 +176,11 @@ def test_where_the_plan_splits_apart_it_measured_faster_than_the_plan_before():
         r12_streamk.kernel(o["tiles"], o["super_mn"], o["cluster_m"], o["consumers"])
         r12_streamk.adder(o["tiles"], o["super_mn"], o["consumers"])
     assert taken >= 4
+
+
+def test_the_unaligned_charge_is_the_probes_median_at_1000_cubed():
+    rows = {(r["M"], r["N"], r["K"]): r for r in _rows()}
+    off, aligned = rows[1000, 1000, 1000], rows[1024, 1024, 1024]
+    kept = [math.sqrt(_per_iteration_ns(aligned, f"r11 {bm}x{bn}", bm, bn) / _per_iteration_ns(off, f"r11 {bm}x{bn}", bm, bn))
+            for bm, bn in ((64, 64), (64, 128), (64, 256), (128, 128))]
+    assert planning.ROW64_UNALIGNED_SPEED == pytest.approx(statistics.median(kept), rel=0.02)

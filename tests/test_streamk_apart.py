@@ -129,3 +129,34 @@ def test_split_apart_is_right_on_tails_and_when_launched_again(M, N, K, bm, bn, 
     c.fill(cupy.nan)
     again()
     assert harness.compare(c, reference, K=K, rung="12", seed=seed).passed
+
+
+@pytest.mark.gpu
+def test_a_kept_launch_follows_its_workspace_when_another_launch_grows_it():
+    """Two split-apart launches on one stream share its workspace: the second, on tiles four times the size, makes
+    the workspace allocate anew, and the first one's kept launch (its arguments packed once, ladder/packed.py) must then write
+    its pieces into the new partial sums, not the freed ones."""
+    from dataclasses import replace
+
+    import cupy
+
+    from hgemm_course import harness
+    from hgemm_course.ladder import r12_streamk as r12
+
+    small_tiles, big_tiles = replace(r12.TILES, bm=64, bn=64, stages=8), replace(r12.TILES, bm=128, bn=128, stages=6)
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
+    with r12._workspaces_lock:
+        r12._workspaces.pop(key, None)          # a fresh workspace, sized by the small launch first
+    small = harness.random_inputs(64, 64, 8192, xp=cupy)
+    big = harness.random_inputs(512, 512, 8192, xp=cupy)
+    results, partials = [], []
+    for (a, b, _), tiles, consumers in ((small, small_tiles, 1), (big, big_tiles, 2)):
+        c = cupy.full((a.shape[0], b.shape[1]), cupy.nan, cupy.float16)
+        results.append((a, b, c, r12.launch(a, b, c, tiles, (8, 2), 1, consumers, 0, apart=True)))
+        partials.append(r12.workspace(*key).partials.data.ptr)
+    assert partials[0] != partials[1]           # the big launch grew the workspace
+    for a, b, c, again in (results[0], results[1], results[0]):
+        c.fill(cupy.nan)
+        again()
+        reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+        assert harness.compare(c, reference, K=a.shape[1], rung="12").passed

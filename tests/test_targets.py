@@ -194,7 +194,7 @@ def gpu_parts(monkeypatch):
     monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
     monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
     monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "host_us_per_call", lambda *a, **k: 10.0)
+    monkeypatch.setattr(harness, "host_us_paired", lambda fns, *a, **k: [10.0] * len(fns))
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
 

@@ -54,7 +54,7 @@ def fake_bench(monkeypatch):
     monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
     monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
     monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "host_us_per_call", lambda fn, M, N, K: {fake_rung: 12.0}.get(fn, 30.0))
+    monkeypatch.setattr(harness, "host_us_paired", lambda fns, M, N, K: [{fake_rung: 12.0}.get(fn, 30.0) for fn in fns])
     monkeypatch.setattr(harness, "vendors", lambda: {CUBLAS_NAME: fake_cupy_matmul, CUBLASLT_NAME: fake_torch_matmul})
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
     calls = []

@@ -6,7 +6,7 @@ checks them with sentences a learner can act on, and hands ``launch`` to its ``R
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, lru_cache
 from typing import Callable
 
 import numpy as np
@@ -14,6 +14,7 @@ import numpy as np
 from .. import cta_clock
 from ..build import CompiledModule, compile_cuda, nvrtc_builds
 from ..target import Target, current, lowest_arch
+from .packed import PackedLaunch
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,10 @@ class TemplateKernel:
         """C = A @ B for row-major fp16 CuPy arrays; ``extra_args`` follow M, N, K (tensor maps, ...). Inside
         ``cta_clock.timing_builds()`` it launches its timing build instead, and notes which kernel ran.
 
-        Returns the same launch again as a call of no arguments (None for a timing build): the loaded kernel,
-        its grid and its arguments worked out once, with A, B and C as bare pointers, so that holding it keeps
-        no array alive. ``gemm(out=)`` keeps it per operands' pointers and shapes (api.py)."""
+        Returns the same launch again as a call of no arguments (None for a timing build): a
+        :class:`~hgemm_course.ladder.packed.PackedLaunch` of the loaded kernel, its grid and its arguments, with
+        A, B and C as bare pointers, so that holding it keeps no array alive, packed once into the bytes the
+        driver reads. ``gemm(out=)`` keeps it per operands' pointers and shapes (api.py)."""
         M, K, N = check_operands(a, b, c)
         timing = cta_clock.timing_builds_on()
         kernel = cta_clock.timing_build_of(self) if timing else self
@@ -92,7 +94,7 @@ class TemplateKernel:
             return None
         args = (np.uint64(a.data.ptr), np.uint64(b.data.ptr), np.uint64(c.data.ptr),
                 np.int32(M), np.int32(N), np.int32(K), *extra_args)
-        return partial(fn, grid, block, args, shared_mem=smem)
+        return PackedLaunch(fn, grid, block, args, smem)
 
 
 def launched_kernel(rung_module, M: int, N: int, K: int, **overrides) -> TemplateKernel:

@@ -18,6 +18,7 @@ from .. import device, tensormap
 from . import Rung
 from . import r11_persistent
 from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require
+from .packed import PackedLaunch
 from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
 from .r11_persistent import CLUSTER_M, NEEDS, SUPER, TILES, _map_c, resident_ctas, smem_bytes
 
@@ -166,14 +167,22 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
         add_fn(add_grid, (add.threads,), (a, b, c, np.int32(M), np.int32(N), np.int32(K), partials, dp_tiles, *add_args))
     if again is None:
         return None
-    grid, block, args = again.args
-    fixed = args[:-4]                  # A, B, C, M, N, K and the tensor maps; the workspace follows
+    # The workspace's arguments follow A, B, C, M, N, K and the tensor maps: partials, flags, dp_tiles, epoch.
+    at_partials, at_flags, at_epoch = len(again.args) - 4, len(again.args) - 3, len(again.args) - 1
+    add_again = (PackedLaunch(add_fn, add_grid, (add.threads,), (*again.args[:6], partials, dp_tiles, *add_args))
+                 if add is not None else None)
 
     def launch_again() -> None:
         partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
-        again.func(grid, block, (*fixed, partials, flags, dp_tiles, np.uint32(epoch)), **again.keywords)
-        if add is not None:
-            add_fn(add_grid, (add.threads,), (*fixed[:6], partials, dp_tiles, *add_args))
+        if partials is not again.args[at_partials] or flags is not again.args[at_flags]:   # the workspace grew
+            again.put(at_partials, partials)
+            again.put(at_flags, flags)
+            if add_again is not None:
+                add_again.put(6, partials)
+        again.put(at_epoch, np.uint32(epoch))
+        again()
+        if add_again is not None:
+            add_again()
 
     return launch_again
 
