@@ -16,7 +16,7 @@ use_carried_wheels
 hg() { python3 -m hgemm_course.cli "$@"; }
 day=$(date -u +%Y-%m-%d)
 if step host; then
-  timeout 300 python3 research/vendor_probe.py --host-only --out "results/tuning/$day/host_path" 2>&1 | tee "$OUT/host.txt" | grep -v "^ \{5,\}" | head -60
+  timeout "${HOST_SECONDS:-300}" python3 research/vendor_probe.py --host-only --out "results/tuning/$day/host_path" 2>&1 | tee "$OUT/host.txt" | grep -v "^ \{5,\}" | head -60
   status=$((status | PIPESTATUS[0]))
 fi
 if step probe; then    # the candidates at PROBE_SHAPES, recorded under results/tuning/<day>/PROBE_NAME
@@ -46,7 +46,7 @@ if step sanitize; then
   done
 fi
 if step tests; then
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py tests/test_packed_launch.py \
+  timeout "${TESTS_SECONDS:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py tests/test_packed_launch.py \
     tests/test_vendor_baseline.py > "results/logs/pytest_gpu_small_skinny_$day.txt" 2>&1
   status=$((status | $?)); tail -3 "results/logs/pytest_gpu_small_skinny_$day.txt"
 fi
