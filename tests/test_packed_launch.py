@@ -17,7 +17,8 @@ class FakeCupyArray:
 
 
 class FakeFunction:
-    ptr = 0xF00D
+    """A cupy RawKernel: callable, with the loaded Function (which holds the CUfunction pointer) as ``kernel``."""
+    kernel = types.SimpleNamespace(ptr=0xF00D)
 
     def __init__(self):
         self.calls = []
@@ -61,7 +62,7 @@ def test_the_driver_reads_each_argument_s_own_bytes(driver):
     launch()
     assert len(driver.launches) == 2
     seen = driver.launches[-1]
-    assert seen["f"] == FakeFunction.ptr and seen["grid"] == (3, 2, 1) and seen["block"] == (384, 1, 1)
+    assert seen["f"] == FakeFunction.kernel.ptr and seen["grid"] == (3, 2, 1) and seen["block"] == (384, 1, 1)
     assert seen["smem"] == 200_000 and seen["stream"] == 0x5EED and seen["extra"] == 0
     assert seen["args"] == [a.tobytes() if not isinstance(a, FakeCupyArray) else np.uint64(a.data.ptr).tobytes()
                             for a in args]

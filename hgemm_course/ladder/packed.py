@@ -58,7 +58,8 @@ class PackedLaunch:
         self._pointers = np.array([s.ctypes.data for s in self._slots], np.uint64)
         grid = (*self.grid, 1, 1)[:3]
         block = (*self.block, 1, 1)[:3]
-        self._call = (driver.cuLaunchKernel, (driver.CUfunction(self.fn.ptr), *grid, *block, self.shared_mem,
+        function = getattr(self.fn, "kernel", self.fn)     # a RawKernel's loaded Function, which holds the pointer
+        self._call = (driver.cuLaunchKernel, (driver.CUfunction(function.ptr), *grid, *block, self.shared_mem,
                                               driver.CUstream(self.stream), self._pointers.ctypes.data, 0))
 
     def put(self, index: int, value) -> None:
