@@ -3,7 +3,10 @@
 What a call does, and what it leaves out on purpose:
 
 - checks the operands (dtype, 2-D, row-major, shapes that chain, the rung's multiples) with
-  messages that name the fix; the shape rules are checked once per shape and rung;
+  messages that name the fix; the shape rules are checked once per shape and rung. Without a rung named, a
+  shape off the default rung's multiples (N or K not a multiple of 8: TMA needs rows of 16-byte multiples) is
+  not refused: A and B are copied into zero-padded arrays and C is copied out of a padded one
+  (:func:`_gemm_padded`), which costs those copies;
 - allocates C with ``cupy.empty`` or writes into ``out``, never filling it first: every kernel
   writes every element of C (the harness proves it by poisoning C with NaN before it verifies);
 - launches on the device the operands live on, on CuPy's current stream, without a sync;
@@ -42,7 +45,9 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
     Numba rung 02 on older GPUs and under the Numba CUDA simulator. CuPy inputs stay on their GPU, and the kernel
     runs on CuPy's current stream without waiting for it; NumPy inputs are copied over and C comes
     back as NumPy. ``out``, an fp16 (M, N) array of the same kind and device, receives C.
-    Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
+    Without ``rung``, a shape off the default rung's multiples (N or K not a multiple of 8 on the TMA rungs) runs
+    on zero-padded copies of A and B, C copied out of a padded result; a rung named refuses such a shape, naming
+    the padding. Raises TypeError / ValueError naming the fix for bad input, and :class:`NoGPUError` when the
     rung needs a GPU this machine lacks.
     """
     if out is not None and _launch_again(a, b, out, rung):
@@ -54,9 +59,12 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
     on_gpu = _is_cupy(a)
     if on_gpu != _is_cupy(b):
         raise TypeError("a and b live in different places (one NumPy, one CuPy); pass both as the same kind.")
-    M, N, K = _check_operands(a, b, r)
+    M, N, K = _check_operands(a, b, r, pad=rung is None)
     if out is not None:
         _check_out(out, M, N, on_gpu)
+    if rung is None and r.padded_shape(M, N, K) != (M, N, K) and not (device.cudasim_enabled() and r.cudasim):
+        _require_gpu_for(r.id)
+        return _gemm_padded(a, b, out, r, on_gpu)
     if device.cudasim_enabled() and r.cudasim:
         if on_gpu:
             raise TypeError("Under NUMBA_ENABLE_CUDASIM=1 pass NumPy arrays: the simulator runs on the CPU.")
@@ -139,12 +147,48 @@ def _launch_again(a, b, out, rung) -> bool:
     return True
 
 
+def _gemm_padded(a, b, out, r: Rung, on_gpu: bool):
+    """C = A @ B for a shape off rung ``r``'s multiples: A and B copied into zero-padded arrays of the rung's
+    multiples (the zeros add nothing to the sums), the planned kernel run on them, and C's (M, N) corner copied
+    into ``out`` or a new array. On the operands' GPU, like every launch."""
+    import cupy
+
+    (M, K), N = a.shape, b.shape[1]
+    Mp, Np, Kp = r.padded_shape(M, N, K)
+    with cupy.cuda.Device(a.device.id if on_gpu else cupy.cuda.runtime.getDevice()):
+        a_padded = _zero_padded(cupy.asarray(a), Mp, Kp)
+        b_padded = _zero_padded(cupy.asarray(b), Kp, Np)
+        c_padded = cupy.empty((Mp, Np), cupy.float16)
+        launch = plan(Mp, Np, Kp).launch if r.id == _PLANNED else r.launch
+        _launch_on_gpu(launch, a_padded, b_padded, c_padded)
+        c = c_padded[:M, :N]
+        if not on_gpu:
+            c = cupy.ascontiguousarray(c)
+            return c.get() if out is None else c.get(out=out)
+        if out is None:
+            return cupy.ascontiguousarray(c)
+        out[...] = c
+        return out
+
+
+def _zero_padded(x, rows: int, cols: int):
+    """``x`` itself where it has this shape, else a zero array of (rows, cols) with ``x`` in its corner."""
+    if x.shape == (rows, cols):
+        return x
+    import cupy
+
+    padded = cupy.zeros((rows, cols), x.dtype)
+    padded[:x.shape[0], :x.shape[1]] = x
+    return padded
+
+
 def _is_cupy(x) -> bool:
     return type(x).__module__.startswith("cupy")
 
 
-def _check_operands(a, b, r: Rung) -> tuple[int, int, int]:
-    """(M, N, K) after the per-call checks; the shape rules are checked once per (rung, shape)."""
+def _check_operands(a, b, r: Rung, pad: bool = False) -> tuple[int, int, int]:
+    """(M, N, K) after the per-call checks; the shape rules are checked once per (rung, shape). ``pad``: the rung's
+    multiples are left to padding (:func:`_gemm_padded`), only dimensions below 1 are refused."""
     for name, x in (("a", a), ("b", b)):
         if not hasattr(x, "dtype") or not hasattr(x, "shape"):
             raise TypeError(f"{name} must be a NumPy or CuPy array, not {type(x).__name__}.")
@@ -160,9 +204,9 @@ def _check_operands(a, b, r: Rung) -> tuple[int, int, int]:
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"Inner dimensions differ: a is {M}x{K}, b is {K2}x{N}; a.shape[1] must equal b.shape[0].")
-    key = (r.multiple_m, r.multiple_n, r.multiple_k, M, N, K)     # all that Rung.check_shape reads
+    key = (r.multiple_m, r.multiple_n, r.multiple_k, M, N, K, pad)     # all that Rung.check_shape reads
     if key not in _shapes_checked:
-        r.check_shape(M, N, K)
+        r.check_shape(*(r.padded_shape(M, N, K) if pad else (M, N, K)))   # padded: only sizes below 1 are refused
         _shapes_checked.add(key)
     return M, N, K
 

@@ -269,3 +269,32 @@ def test_gemm_out_checks_what_a_kept_launch_cannot_see():
         hgemm_course.gemm(a.view(cupy.int16), b, out=out)
     with pytest.raises(ValueError, match="float16"):
         hgemm_course.gemm(a, b, out=out.view(cupy.int16))
+
+
+def test_a_shape_off_the_default_rungs_multiples_is_padded_not_refused():
+    """Rung 11 (the default on Hopper) needs N and K multiples of 8; gemm() without a rung pads to them."""
+    from hgemm_course.ladder import get
+
+    assert get("11").padded_shape(768, 1500, 1001) == (768, 1504, 1008)
+    assert get("11").padded_shape(16, 4096, 4096) == (16, 4096, 4096)
+    with pytest.raises(ValueError, match="Pad the matrix to N=1504"):
+        hgemm_course.gemm(np.ones((8, 16), np.float16), np.ones((16, 1500), np.float16), "11")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K", [(768, 1500, 1500), (77, 1001, 999), (5, 8, 3), (1000, 4096, 1001)])
+def test_gemm_pads_a_shape_off_the_multiples_and_is_right(M, N, K):
+    """N or K off the multiples of 8: C right against an FP32 reference, into a new array, into a poisoned out, and
+    from NumPy operands."""
+    import cupy
+
+    from hgemm_course import harness
+
+    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+    assert harness.compare(hgemm_course.gemm(a, b), reference, K=K, seed=seed).passed
+    out = cupy.full((M, N), cupy.nan, cupy.float16)
+    assert hgemm_course.gemm(a, b, out=out) is out
+    assert harness.compare(out, reference, K=K, seed=seed).passed
+    c = hgemm_course.gemm(a.get(), b.get())
+    assert isinstance(c, np.ndarray) and harness.compare(c, reference, K=K, seed=seed).passed

@@ -93,6 +93,12 @@ class Rung:
                     f"{dim} % {multiple} == 0. Pad the matrix to {dim}={-(-value // multiple) * multiple}."
                 )
 
+    def padded_shape(self, M: int, N: int, K: int) -> tuple[int, int, int]:
+        """(M, N, K) each rounded up to the multiple this rung needs: the shape gemm() pads a product to when no
+        rung is named and the product's own shape is off those multiples."""
+        return tuple(-(-value // multiple) * multiple
+                     for value, multiple in ((M, self.multiple_m), (N, self.multiple_n), (K, self.multiple_k)))
+
     def as_dict(self) -> dict:
         return {
             "rung": self.id, "slug": self.slug, "title": self.title, "idea": self.idea,
