@@ -135,7 +135,9 @@ NARROW_TILE_UNALIGNED_SPEED = 0.68
 # their speed per k-iteration they kept at 1000^3 (both operands off) against 1024^3, per operand (the square root
 # of the ratio; tests/test_plan_row64.py recomputes it). The narrow tiles' charge, which the plan used here before,
 # is harsher than these tiles measured: at 96 x 5000 x 3000 it kept rung 12 on 128 x 256 tiles, which read 44% of
-# the faster vendor library, where 64 x 128 tiles read 61% (results/tuning/2026-12-03/split_apart).
+# the faster vendor library, where 64 x 128 tiles read 61% (results/tuning/2026-12-03/split_apart). Three pairs of
+# shapes timed later, each off both boundaries beside its aligned twin (results/tuning/2026-12-03/misaligned), gave
+# 0.88; at the eleven of them gemm() could run then, the plan's pick read 0-9 points below the fastest smaller tile.
 ROW64_TILES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))     # (bm, bn, stages)
 ROW64_ITER_NS = {(64, 64): 280, (64, 128): 358, (64, 256): 556, (128, 128): 464, (128, 256): 822}
 ROW64_UNALIGNED_SPEED = 0.855

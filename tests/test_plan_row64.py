@@ -16,6 +16,9 @@ PROBE = Path(__file__).parent.parent / "results/tuning/2026-12-02/vendor_probe/v
 # its adder keeping loads in flight and its grid a whole number of CTAs per tile
 APART_PROBE = (Path(__file__).parent.parent /
                "results/tuning/2026-12-03/split_apart/vendor_probe_20261203T092804.json")
+# Twelve shapes with rows off 128-byte boundaries (and three aligned twins), timed after the plan took ROW64_UNALIGNED_SPEED
+MISALIGNED_PROBE = (Path(__file__).parent.parent /
+                    "results/tuning/2026-12-03/misaligned/vendor_probe_20261203T124356.json")
 SMS = 132
 
 
@@ -128,7 +131,7 @@ def test_large_products_keep_the_plan_they_had():
 MISS_POINTS = 10
 
 
-@pytest.mark.parametrize("probe", [PROBE, APART_PROBE], ids=["probe", "apart probe"])
+@pytest.mark.parametrize("probe", [PROBE, APART_PROBE, MISALIGNED_PROBE], ids=["probe", "apart probe", "misaligned probe"])
 def test_where_the_plan_takes_the_smaller_tiles_it_is_near_the_fastest_of_them_timed(probe):
     """At every shape of each probe where the plan now takes the smaller tiles, the launch it takes read no more
     than MISS_POINTS (of the faster vendor library) below the fastest smaller-tile launch timed there: the model
@@ -184,3 +187,14 @@ def test_the_unaligned_charge_is_the_probes_median_at_1000_cubed():
     kept = [math.sqrt(_per_iteration_ns(aligned, f"r11 {bm}x{bn}", bm, bn) / _per_iteration_ns(off, f"r11 {bm}x{bn}", bm, bn))
             for bm, bn in ((64, 64), (64, 128), (64, 256), (128, 128))]
     assert planning.ROW64_UNALIGNED_SPEED == pytest.approx(statistics.median(kept), rel=0.02)
+
+
+def test_the_unaligned_charge_holds_on_the_twins_of_the_misaligned_probe():
+    """Three shapes with both operands' rows off and their aligned twins, timed later: the same median, within 5%."""
+    rows = {(r["M"], r["N"], r["K"]): r for r in _rows(MISALIGNED_PROBE)}
+    kept = [math.sqrt(_per_iteration_ns(rows[aligned], f"r11 {bm}x{bn}", bm, bn)
+                      / _per_iteration_ns(rows[off], f"r11 {bm}x{bn}", bm, bn))
+            for off, aligned in (((96, 5000, 3000), (96, 5120, 3072)), ((256, 3000, 2000), (256, 3072, 2048)),
+                                 ((128, 4000, 3000), (128, 4096, 3072)))
+            for bm, bn in ((64, 64), (64, 128), (64, 256), (128, 128))]
+    assert planning.ROW64_UNALIGNED_SPEED == pytest.approx(statistics.median(kept), rel=0.05)
