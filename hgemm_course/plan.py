@@ -141,6 +141,14 @@ NARROW_TILE_UNALIGNED_SPEED = 0.68
 ROW64_TILES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))     # (bm, bn, stages)
 ROW64_ITER_NS = {(64, 64): 280, (64, 128): 358, (64, 256): 556, (128, 128): 464, (128, 256): 822}
 ROW64_UNALIGNED_SPEED = 0.855
+# Rung 11's 128 x 192 tiles (two consumers, 4 stages, no clusters: three 64-column panels of B do not split over two
+# CTAs), weighed like the 64-row tiles, by time. Where a product's 128 x 256 tiles fill one wave part-way, they make a
+# third more tiles, each three quarters of the work: at 1536^3, 96 tiles on 132 SMs against 72. cuBLASLt's kernel
+# there computes 192 x 96 tiles (results/profiles, chapter 13), a shape the course's rungs do not have. They are
+# weighed only where they fit in one wave, one tile per CTA; past one wave the plan keeps the choices its probes and
+# sweeps measured (the 128 x 128 tiles, rung 12's stream-K).
+WIDE_TILES = ((128, 192, 4, 2),)                        # (bm, bn, stages, consumers)
+ROW64_ITER_NS[128, 192] = 617
 ROW64_MARGIN = 0.10
 ROW64_MIN_SHARE = 64
 # Rung 12 on the smaller tiles with every tile divided by K (sk_waves=0, no clusters), for products whose tiles are
@@ -433,8 +441,10 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
         planned /= split_gain
     off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
     charge = ROW64_UNALIGNED_SPEED ** off
-    best = min((row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, "11", bm64, bn64, stages, 1)
-               for bm64, bn64, stages in ROW64_TILES)
+    best = min([(row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, "11", bm64, bn64, stages, 1)
+                for bm64, bn64, stages in ROW64_TILES]
+               + [(row64_time_ns(M, N, K, ctas, bm_w, bn_w) / charge, "11", bm_w, bn_w, stages, consumers)
+                  for bm_w, bn_w, stages, consumers in WIDE_TILES if -(-M // bm_w) * -(-N // bn_w) <= ctas])
     splits = [(time / charge, "12", bm_s, bn_s, stages, consumers) for bm_s, bn_s, stages, consumers in SPLIT_TILES
               if (time := split_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
     splits += [(time / charge, "12 apart", bm_s, bn_s, stages, consumers)
@@ -459,8 +469,10 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
         return "12", options, (f"rung 12 cutting each {bm_new}x{bn_new} tile by K into {pieces} pieces{added} takes "
                                f"{time / 1e3:.1f} us in the model against {planned_text}")
     one_wave = -(-M // bm_new) * -(-N // bn_new) <= ctas
-    options = {"cluster_m": 1, "consumers": 1, "tiles": tiles, "super_mn": ONE_WAVE_SUPER if one_wave else (8, 2)}
-    return "11", options, (f"{bm_new}x{bn_new} tiles, one consumer warpgroup each, take {time / 1e3:.1f} us in the "
+    options = {"cluster_m": 1, "consumers": consumers, "tiles": tiles,
+               "super_mn": ONE_WAVE_SUPER if one_wave else (8, 2)}
+    each = "one consumer warpgroup each" if consumers == 1 else f"{consumers} consumer warpgroups each"
+    return "11", options, (f"{bm_new}x{bn_new} tiles, {each}, take {time / 1e3:.1f} us in the "
                            f"model against {planned_text}")
 
 

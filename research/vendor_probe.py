@@ -64,6 +64,11 @@ def candidates(M, N, K):
             a, b, c, t, (8, 2), 1, cons, 0))()
         out[f"r12 {bm}x{bn} apart"] = (lambda t=t, cons=cons: lambda a, b, c: r12.launch(
             a, b, c, t, (8, 2), 1, cons, 0, apart=True))()
+    for bn in (192, 256):                     # 192: three 64-column panels of B, so no clusters of two
+        t = tiles(128, bn, 4)
+        one_wave = -(-M // 128) * -(-N // bn) <= 132
+        out[f"r11 128x{bn}"] = (lambda t=t, sup=(1, 1) if one_wave else (8, 2): lambda a, b, c: r11.launch(
+            a, b, c, t, sup, None, 1, 2))()
     wide = tiles(128, 256, 4)                 # rung 12's own tiles, split apart too
     out["r12 128x256 apart"] = lambda a, b, c: r12.launch(a, b, c, wide, (8, 2), 1, 2, 0, apart=True)
     return out

@@ -112,7 +112,7 @@ def test_the_smaller_tiles_options_build_kernels_their_rungs_accept():
             continue
         seen[chosen.rung] += 1
         if chosen.rung == "11":
-            r11_persistent.kernel(o["tiles"], o["super_mn"], None, 1, 1)
+            r11_persistent.kernel(o["tiles"], o["super_mn"], None, 1, o["consumers"])
         else:
             r12_streamk.kernel(o["tiles"], o["super_mn"], o["cluster_m"], o["consumers"])
             if o.get("apart"):
@@ -198,3 +198,22 @@ def test_the_unaligned_charge_holds_on_the_twins_of_the_misaligned_probe():
                                  ((128, 4000, 3000), (128, 4096, 3072)))
             for bm, bn in ((64, 64), (64, 128), (64, 256), (128, 128))]
     assert planning.ROW64_UNALIGNED_SPEED == pytest.approx(statistics.median(kept), rel=0.05)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K", [(1500, 1536, 1016), (1111, 1920, 2000), (1536, 1536, 1536)])
+def test_the_wide_tiles_the_plan_takes_are_right_on_tails(M, N, K):
+    """Where the plan takes rung 11's 128 x 192 tiles (three 64-column panels of B, two consumers): gemm() against an
+    FP32 reference, C poisoned with NaN, M and K off the tile."""
+    import cupy
+
+    import hgemm_course
+    from hgemm_course import harness
+
+    chosen = planning.plan(M, N, K)
+    assert (chosen.options["tiles"].bm, chosen.options["tiles"].bn) == (128, 192)
+    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    c = cupy.full((M, N), cupy.nan, cupy.float16)
+    hgemm_course.gemm(a, b, out=c)
+    reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
+    assert harness.compare(c, reference, K=K, rung="plan", seed=seed).passed
