@@ -48,7 +48,7 @@ if step sanitize; then
   done
 fi
 if step tests; then
-  timeout "${TESTS_SECONDS:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py tests/test_packed_launch.py \
+  timeout "${TESTS_SECONDS:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_streamk.py tests/test_streamk_apart.py tests/test_api.py tests/test_api_again.py tests/test_packed_launch.py tests/test_plan_row64.py \
     tests/test_vendor_baseline.py > "results/logs/pytest_gpu_small_skinny_$day.txt" 2>&1
   status=$((status | $?)); tail -3 "results/logs/pytest_gpu_small_skinny_$day.txt"
 fi
