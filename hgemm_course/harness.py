@@ -215,6 +215,7 @@ class BenchRecord:
     vendor_ms: dict[str, float] | None = None
     host_us: float | None = None         # host microseconds per call of the rung's launch (host_us_paired)
     vendor_host_us: float | None = None  # the same for the vendor's call
+    vendors_host_us: dict[str, float] | None = None   # the same for each vendor library present, by name
 
     @property
     def cycles(self) -> float | None:
@@ -733,7 +734,8 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 continue
             t = time_paired(rung.launch, baseline, sets, warmup=warmup, repeats=repeats, clock=clock)
             clocked = time_with_clock(rung.launch, sets, warmup=warmup) if clocks else None
-            host_us, baseline_host_us = host_us_paired((rung.launch, baseline), *sets[0])
+            host_us, *each_host_us = host_us_paired((rung.launch, *fns.values()), *sets[0])
+            vendors_host_us = dict(zip(fns, each_host_us))
             ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             records.append(BenchRecord(
                 rung.id, M, N, K, ms, tflops(M, N, K, ms), cms, tflops(M, N, K, cms), 100.0 * cms / ms,
@@ -743,7 +745,8 @@ def bench(rungs, sizes, *, repeats: int = 30, warmup: int = 5, progress: bool = 
                 [c and c.mhz for c in t.reference_clocks],
                 [c and c.power_capped for c in t.fn_clocks], [c and c.power_capped for c in t.reference_clocks],
                 [c.as_dict() for c in clocked.launches] if clocked else [], clocked.ratio if clocked else None,
-                vendor=choice.name, vendor_ms=choice.ms, host_us=host_us, vendor_host_us=baseline_host_us))
+                vendor=choice.name, vendor_ms=choice.ms, host_us=host_us, vendor_host_us=vendors_host_us[choice.name],
+                vendors_host_us=vendors_host_us))
             bar.update()
         del sets
         forget_torch_views()

@@ -74,6 +74,32 @@ CONSTANTS = (
              "super tiles one cluster tile wide only where B takes at most this share of the L2",
              "six shapes: they led rung 12 by 6.6-7.3 points where B was 9-16 MB and by 0.4-1.6 where it was "
              "83-108 MB, results/tile_probe_nvidia-h200_20261201T182855_22b34d.json"),
+    Constant("plan", "ROW64_ITER_NS", "fit",
+             "one k-iteration of each smaller tile (and of 128x256 and 128x192), ns, with every CTA busy: the smaller "
+             "tiles' time in the model",
+             "the median over the shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of "
+             "time / (waves x k-iterations); 128x256 from rung 11 at 4096^3 there; 128x192 over the one-wave shapes of "
+             "results/tuning/2026-12-03/wide_tiles"),
+    Constant("plan", "ROW64_MARGIN", "margin",
+             "how much faster than the plan's choice the smaller or wider tiles must be in the model",
+             "the same probe: the model's ranking against the timings (tests/test_plan_row64.py)"),
+    Constant("plan", "ROW64_MIN_SHARE", "margin",
+             "rung 12's split credited only where each CTA gets this many k-iterations or more",
+             "the same probe: below it rung 12 read 14-62% of the faster vendor library at every such shape"),
+    Constant("plan", "ROW64_UNALIGNED_SPEED", "fit",
+             "the smaller tiles' charge per operand whose rows are off 128-byte boundaries",
+             "1000^3 against 1024^3 in the same probe (median over four tiles); 0.88 over three pairs of twins in "
+             "results/tuning/2026-12-03/misaligned/vendor_probe_20261203T124356.json"),
+    Constant("plan", "SPLIT_FIXUP_NS", "fit",
+             "the owners' fix-up per piece of a tile cut by K, ns",
+             "the same probe: the median over the shapes with fewer such tiles than SMs"),
+    Constant("plan", "SPLIT_MIN_PIECES", "margin",
+             "a split weighed only where each tile falls into this many pieces or more",
+             "the same probe: with two or three pieces rung 12 read 52-71%, below what the plan ran"),
+    Constant("plan", "APART_NS", "fit",
+             "split apart's cost per launch beyond its busiest CTA's k-iterations, ns",
+             "the median over the shapes of results/tuning/2026-12-03/split_apart/vendor_probe_20261203T092804.json "
+             "where each tile falls into four pieces or more"),
     Constant("plan", "LARGE_B_SUPER_MARGIN", "margin",
              "where B outgrows the L2, how much busier another super tile must walk than 16x2",
              "a 4% gain that did not show (8676x11064x5256) and a 12% one that did (6997x10040x4112), then ten shapes, "

@@ -184,7 +184,8 @@ VENDOR_MS = (_or_none(lambda v: isinstance(v, dict) and all(isinstance(k, str) a
              "an object of vendor names and positive numbers, or null")
 _TIMED = {"ms": NUMBER_OR_NULL, "cublas_ms": NUMBER_OR_NULL, "samples_ms": SAMPLES, "cublas_samples_ms": SAMPLES,
           "sm_clock_mhz": READINGS, "cublas_sm_clock_mhz": READINGS, "pct_cublas_pairwise": NUMBER_OR_NULL,
-          "vendor": TEXT, "vendor_ms": VENDOR_MS, "host_us": NUMBER_OR_NULL, "vendor_host_us": NUMBER_OR_NULL}
+          "vendor": TEXT, "vendor_ms": VENDOR_MS, "host_us": NUMBER_OR_NULL, "vendor_host_us": NUMBER_OR_NULL,
+          "vendors_host_us": VENDOR_MS}
 _PROFILE_METRICS = ("registers", "grid", "block", "smem_dynamic", "tensor_pipe_active_pct", "tensor_instructions",
                     "issue_active_pct", "dram_read_bytes", "dram_write_bytes", "dram_bytes", "l2_hit_pct",
                     "achieved_occupancy_pct", "warps_per_sm", "duration_ns", "sm_clock_mhz", "cycles")
@@ -299,7 +300,7 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: s
                         "timing_build_ratio": r.get("timing_build_ratio"),
                         "pct_cublas_pairwise": r.get("pct_cublas_pairwise"), "vendor": baseline_name(r),
                         "vendor_ms": r.get("vendor_ms"), "host_us": r.get("host_us"),
-                        "vendor_host_us": r.get("vendor_host_us")})
+                        "vendor_host_us": r.get("vendor_host_us"), "vendors_host_us": r.get("vendors_host_us")})
             listing.append(row)
             rows[(row["rung"], row["M"], row["N"], row["K"])] = row
     out = list(rows.values()) if latest_only else listing

@@ -54,7 +54,8 @@ def fake_bench(monkeypatch):
     monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
     monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
     monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "host_us_paired", lambda fns, M, N, K: [{fake_rung: 12.0}.get(fn, 30.0) for fn in fns])
+    monkeypatch.setattr(harness, "host_us_paired",
+                        lambda fns, M, N, K: [{fake_rung: 12.0, fake_torch_matmul: 20.0}.get(fn, 30.0) for fn in fns])
     monkeypatch.setattr(harness, "vendors", lambda: {CUBLAS_NAME: fake_cupy_matmul, CUBLASLT_NAME: fake_torch_matmul})
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
     calls = []
@@ -81,7 +82,8 @@ def test_bench_pairs_each_shape_with_the_faster_vendor_and_names_it(fake_bench):
     # vendors against each other once per shape, then the rung against the faster
     assert fake_bench == [(fake_cupy_matmul, fake_torch_matmul), (fake_rung, fake_torch_matmul),
                           (fake_cupy_matmul, fake_torch_matmul), (fake_rung, fake_cupy_matmul)]
-    assert all(r.host_us == 12.0 and r.vendor_host_us == 30.0 for r in records)
+    assert all(r.host_us == 12.0 and r.vendors_host_us == {CUBLAS_NAME: 30.0, CUBLASLT_NAME: 20.0} for r in records)
+    assert all(r.vendor_host_us == r.vendors_host_us[r.vendor] for r in records)
     assert results.record_problem(json.loads(json.dumps(by_n[1024].as_dict()))) is None
 
 
@@ -135,6 +137,8 @@ def test_old_and_new_records_validate(kind):
     assert "vendor" in results.record_problem({**NEW, "vendor": 3}, kind)
     assert "vendor_ms" in results.record_problem({**NEW, "vendor_ms": {CUBLAS_NAME: "fast"}}, kind)
     assert "host_us" in results.record_problem({**NEW, "host_us": "12"}, kind)
+    assert results.record_problem({**NEW, "vendors_host_us": {CUBLAS_NAME: 31.0, CUBLASLT_NAME: 24.0}}, kind) is None
+    assert "vendors_host_us" in results.record_problem({**NEW, "vendors_host_us": {CUBLAS_NAME: -1.0}}, kind)
 
 
 def test_load_records_carries_the_baseline(tmp_path, monkeypatch):
