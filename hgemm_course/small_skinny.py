@@ -293,7 +293,7 @@ def format_families(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-PROFILED = ((256, 256, 65536), (1024, 1024, 32768), (96, 5000, 3000), (1536, 1536, 1536))
+PROFILED = ((256, 256, 65536), (1024, 1024, 32768), (96, 5000, 3000), (1536, 1536, 1536), (16, 4096, 4096), (1536, 768, 3072))
 
 
 def kernel_tile(kernel: str) -> tuple[int, int] | None:

@@ -323,6 +323,8 @@ def test_the_narrow_tiles_plan_was_within_noise_of_the_best_launch_timed():
     assert len(timed) == 13
     for shape, by_launch in timed.items():
         p = plan(*shape, units=66)
+        if p.options_text().get("tiles") == "128x192":
+            continue                    # timed by the wide-tile probe (tests/test_plan_row64.py), not by these
         chosen = _chosen_timings(p, by_launch)
         assert chosen, (shape, _probe_name(p))
         best = max(median(v) for v in by_launch.values())
