@@ -146,9 +146,12 @@ ROW64_UNALIGNED_SPEED = 0.855
 # third more tiles, each three quarters of the work: at 1536^3, 96 tiles on 132 SMs against 72. cuBLASLt's kernel
 # there computes 192 x 96 tiles (results/profiles, chapter 13), a shape the course's rungs do not have. They are
 # weighed only where they fit in one wave, one tile per CTA; past one wave the plan keeps the choices its probes and
-# sweeps measured (the 128 x 128 tiles, rung 12's stream-K).
+# sweeps measured (the 128 x 128 tiles, rung 12's stream-K). Their k-iteration cost is the median over the ten
+# one-wave shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json (three rounds): at the nine
+# where the plan takes them they read 85-101% of the faster vendor library, where the 128 x 256 tiles it ran there
+# before read 69-87%; at 1536 x 768 x 3072 (48 tiles) they read 58% and the plan leaves them.
 WIDE_TILES = ((128, 192, 4, 2),)                        # (bm, bn, stages, consumers)
-ROW64_ITER_NS[128, 192] = 617
+ROW64_ITER_NS[128, 192] = 637
 ROW64_MARGIN = 0.10
 ROW64_MIN_SHARE = 64
 # Rung 12 on the smaller tiles with every tile divided by K (sk_waves=0, no clusters), for products whose tiles are

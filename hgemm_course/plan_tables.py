@@ -78,8 +78,8 @@ CONSTANTS = (
              "one k-iteration of each smaller tile (and of 128x256 and 128x192), ns, with every CTA busy: the smaller "
              "tiles' time in the model",
              "the median over the shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of "
-             "time / (waves x k-iterations); 128x256 from rung 11 at 4096^3 there; 128x192 over the one-wave shapes of "
-             "results/tuning/2026-12-03/wide_tiles"),
+             "time / (waves x k-iterations); 128x256 from rung 11 at 4096^3 there; 128x192 over the ten one-wave "
+             "shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json"),
     Constant("plan", "ROW64_MARGIN", "margin",
              "how much faster than the plan's choice the smaller or wider tiles must be in the model",
              "the same probe: the model's ranking against the timings (tests/test_plan_row64.py)"),

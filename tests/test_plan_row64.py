@@ -19,6 +19,8 @@ APART_PROBE = (Path(__file__).parent.parent /
 # Twelve shapes with rows off 128-byte boundaries (and three aligned twins), timed after the plan took ROW64_UNALIGNED_SPEED
 MISALIGNED_PROBE = (Path(__file__).parent.parent /
                     "results/tuning/2026-12-03/misaligned/vendor_probe_20261203T124356.json")
+# Rung 11's 128 x 192 tiles beside 128 x 256 and the smaller tiles, at ten shapes where they fit in one wave
+WIDE_PROBE = (Path(__file__).parent.parent / "results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json")
 SMS = 132
 
 
@@ -131,7 +133,8 @@ def test_large_products_keep_the_plan_they_had():
 MISS_POINTS = 10
 
 
-@pytest.mark.parametrize("probe", [PROBE, APART_PROBE, MISALIGNED_PROBE], ids=["probe", "apart probe", "misaligned probe"])
+@pytest.mark.parametrize("probe", [PROBE, APART_PROBE, MISALIGNED_PROBE, WIDE_PROBE],
+                         ids=["probe", "apart probe", "misaligned probe", "wide probe"])
 def test_where_the_plan_takes_the_smaller_tiles_it_is_near_the_fastest_of_them_timed(probe):
     """At every shape of each probe where the plan now takes the smaller tiles, the launch it takes read no more
     than MISS_POINTS (of the faster vendor library) below the fastest smaller-tile launch timed there: the model
@@ -217,3 +220,27 @@ def test_the_wide_tiles_the_plan_takes_are_right_on_tails(M, N, K):
     hgemm_course.gemm(a, b, out=c)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
     assert harness.compare(c, reference, K=K, rung="plan", seed=seed).passed
+
+
+def test_the_wide_tiles_cost_is_the_probes_median_where_they_fit_in_one_wave():
+    per = [statistics.median(r["ms"]["r11 128x192"]) * 1e6 / math.ceil(r["K"] / 64) for r in _rows(WIDE_PROBE)
+           if math.ceil(r["M"] / 128) * math.ceil(r["N"] / 192) <= SMS]
+    assert len(per) == 10
+    assert planning.ROW64_ITER_NS[128, 192] == pytest.approx(statistics.median(per), rel=0.03)
+
+
+def test_where_the_plan_takes_the_wide_tiles_they_beat_the_whole_tiles_it_ran_before():
+    """At every shape of the wide probe where the plan takes 128 x 192 tiles, they measured faster than rung 11's
+    128 x 256 tiles on the same one-wave launch, what the plan ran there before; and where it does not, the wide
+    tiles were not the fastest launch by more than MISS_POINTS."""
+    taken = 0
+    for row in _rows(WIDE_PROBE):
+        chosen = planning.plan(row["M"], row["N"], row["K"], SMS // 2)
+        pct = row["pct_best_vendor"]
+        if chosen.options_text().get("tiles") == "128x192":
+            taken += 1
+            assert pct["r11 128x192"] > pct["r11 128x256"], (row["M"], row["N"], row["K"])
+        else:
+            rest = max(v for k, v in pct.items() if k.startswith(("r11 ", "r12 ")) and k != "r11 128x192")
+            assert pct["r11 128x192"] <= rest + MISS_POINTS, (row["M"], row["N"], row["K"])
+    assert taken >= 8
