@@ -26,6 +26,7 @@ SHAPES_FILE = Path("benchmarks") / "shapes_small_skinny.txt"      # under the re
 VENDOR_PROBE = Path("tuning") / "2026-12-02" / "vendor_probe" / "vendor_probe_20261202T212448.json"  # under results/
 # The same probe at K-heavy shapes with rung 12 split apart among the candidates (under results/)
 APART_PROBE = Path("tuning") / "2026-12-03" / "split_apart" / "vendor_probe_20261203T092804.json"
+WIDE_PROBE = Path("tuning") / "2026-12-03" / "wide_tiles" / "vendor_probe_20261203T131546.json"
 FAMILIES = (("rung 11, 64-row or 128x128 tiles", "r11 "), ("rung 12, owners add the pieces", " sk0"),
             ("rung 12, split apart", " apart"))
 SMS = 132                       # the H200's SMs, where every recorded run was made
@@ -290,6 +291,33 @@ def format_families(rows: list[dict]) -> str:
                  for f, _ in FAMILIES]
         lines.append(f"{'x'.join(map(str, r['shape'])):>16} {r['vendor_us']:9.1f}  " + "  ".join(f"{c:>34}" for c in cells))
     lines.append("each family's fastest launch, % of the faster of cupy.matmul and torch.matmul in the probe's rounds")
+    return "\n".join(lines)
+
+
+def wide_rows(probe: dict, tiles=((128, 256), (128, 192))) -> list[dict]:
+    """Per shape of the wide-tile probe: each of ``tiles``' count of tiles of C and % of the faster vendor (rung 11,
+    one wave, no clusters), the fastest launch timed there, and the tiles the plan in this code takes."""
+    from .plan import plan
+
+    rows = []
+    for r in probe_rows(probe):
+        M, N, K = r["shape"]
+        chosen = plan(M, N, K).options_text().get("tiles", "128x256")
+        rows.append({"shape": r["shape"], "vendor_us": r["vendor_us"], "best": r["best"], "plan_tiles": chosen,
+                     "tiles": {t: (-(-M // t[0]) * -(-N // t[1]), r["candidates"][f"r11 {t[0]}x{t[1]}"]) for t in tiles}})
+    return rows
+
+
+def format_wide(rows: list[dict]) -> str:
+    names = [f"{bm}x{bn}" for bm, bn in rows[0]["tiles"]]
+    lines = [f"{'M x N x K':>16} {'vendor us':>9}  " + "  ".join(f"{n + ' tiles, %':>17}" for n in names)
+             + f"  {'fastest launch':>16}  plan takes"]
+    for r in rows:
+        cells = [f"{count:>9} {pct:6.0f}%" for count, pct in r["tiles"].values()]
+        lines.append(f"{'x'.join(map(str, r['shape'])):>16} {r['vendor_us']:9.1f}  " + "  ".join(f"{c:>17}" for c in cells)
+                     + f"  {r['best']:>16}  {r['plan_tiles']}")
+    lines.append("% of the faster of cupy.matmul and torch.matmul, median over the probe's rounds; the tiles of C each "
+                 f"makes on {SMS} SMs")
     return "\n".join(lines)
 
 

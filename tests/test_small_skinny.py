@@ -162,3 +162,15 @@ def test_profile_pairs_set_each_kernels_tiles_and_cycles_side_by_side():
     assert vendor["tile"] == (192, 96) and vendor["tiles"] == 8 * 16
     assert plan["cycles"] > vendor["cycles"] > 0
     assert "took 1.48x cuBLASLt's" in ss.format_profile_pairs(rows)
+
+
+def test_wide_rows_set_the_two_tile_widths_side_by_side_with_the_plans_pick():
+    path, probe = ss.recorded_probe(ss.WIDE_PROBE)
+    rows = ss.wide_rows(probe)
+    by_shape = {r["shape"]: r for r in rows}
+    cube = by_shape[1536, 1536, 1536]
+    assert cube["tiles"][128, 256][0] == 72 and cube["tiles"][128, 192][0] == 96     # 12 x 6 and 12 x 8 tiles
+    assert cube["tiles"][128, 192][1] > cube["tiles"][128, 256][1] and cube["plan_tiles"] == "128x192"
+    assert by_shape[1536, 768, 3072]["plan_tiles"] != "128x192"
+    text = ss.format_wide(rows)
+    assert "128x192 tiles, %" in text and len(text.splitlines()) == len(rows) + 2
