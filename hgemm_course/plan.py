@@ -144,7 +144,8 @@ ROW64_UNALIGNED_SPEED = 0.855
 # Rung 11's 128 x 192 tiles (two consumers, 4 stages, no clusters: three 64-column panels of B do not split over two
 # CTAs), weighed like the 64-row tiles, by time. Where a product's 128 x 256 tiles fill one wave part-way, they make a
 # third more tiles, each three quarters of the work: at 1536^3, 96 tiles on 132 SMs against 72. cuBLASLt's kernel
-# there computes 192 x 96 tiles (results/profiles, chapter 13), a shape the course's rungs do not have. They are
+# there computes 128 tiles of 96 rows by 192 columns (results/profiles, chapter 13); the course's consumers compute
+# whole products of 64 rows. They are
 # weighed only where they fit in one wave, one tile per CTA; past one wave the plan keeps the choices its probes and
 # sweeps measured (the 128 x 128 tiles, rung 12's stream-K). Their k-iteration cost is the median over the ten
 # one-wave shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json (three rounds): at the nine

@@ -326,11 +326,17 @@ PROFILED = ((256, 256, 65536), (1024, 1024, 32768), (96, 5000, 3000), (1536, 153
 
 def kernel_tile(kernel: str) -> tuple[int, int] | None:
     """The (rows, columns) of C per CTA that a profiled kernel's name gives: the course's template's first two
-    arguments (k11_persistent<128, 256, ...>), or cuBLASLt's nvjet name (nvjet_sm90_hsh_192x96_...); None else."""
+    arguments (k11_persistent<128, 256, ...>), or cuBLASLt's nvjet name (nvjet_sm90_hsh_192x96_...) read the other
+    way round: cuBLASLt is column-major, so torch's row-major C = A @ B reaches it as C^T = B^T A^T, and its tile's
+    first number runs along C's columns (at 96 x 5000 x 3000, "64x96" launched 80 CTAs: 79 tiles of 96 rows by 64
+    columns, rounded up to its clusters of four); None else."""
     import re
 
-    found = re.search(r"k1[12]_(?:persistent|streamk)<(\d+), (\d+),", kernel) or re.search(r"nvjet_\w+?_(\d+)x(\d+)_", kernel)
-    return (int(found[1]), int(found[2])) if found else None
+    ours = re.search(r"k1[12]_(?:persistent|streamk)<(\d+), (\d+),", kernel)
+    if ours:
+        return int(ours[1]), int(ours[2])
+    theirs = re.search(r"nvjet_\w+?_(\d+)x(\d+)_", kernel)
+    return (int(theirs[2]), int(theirs[1])) if theirs else None
 
 
 def profile_pairs(shapes=PROFILED) -> list[dict]:

@@ -132,7 +132,7 @@ def test_kernel_tile_reads_the_course_templates_and_cublaslt_names():
 
     assert kernel_tile("void k11_persistent<128, 256, 64, 4, 1, 1, 1, 2, 40, 232>(const __half *)") == (128, 256)
     assert kernel_tile("k12_streamk<64, 128, 64, 8, 8, 2, 1, 1, 40, 232>") == (64, 128)
-    assert kernel_tile("nvjet_sm90_hsh_192x96_64x5_1x2_h_bz_NNT") == (192, 96)
+    assert kernel_tile("nvjet_sm90_hsh_192x96_64x5_1x2_h_bz_NNT") == (96, 192)     # column-major: C^T's tile
     assert kernel_tile("k12_add_partials<128, 128, 8, 2, 2>") is None
     assert kernel_tile("sm90_xmma_gemm_f16f16") is None
 
@@ -158,10 +158,33 @@ def test_profile_pairs_set_each_kernels_tiles_and_cycles_side_by_side():
     rows = ss.profile_pairs(((1536, 1536, 1536), (3, 5, 7)))     # the second has no profile: left out
     assert [r["shape"] for r in rows] == [(1536, 1536, 1536)]
     plan, vendor = rows[0]["plan"], rows[0]["cublaslt"]
-    assert plan["tile"] == (128, 256) and plan["tiles"] == 12 * 6
-    assert vendor["tile"] == (192, 96) and vendor["tiles"] == 8 * 16
+    assert plan["tile"] == (128, 192) and plan["tiles"] == 12 * 8
+    assert vendor["tile"] == (96, 192) and vendor["tiles"] == 16 * 8
     assert plan["cycles"] > vendor["cycles"] > 0
-    assert "took 1.48x cuBLASLt's" in ss.format_profile_pairs(rows)
+    assert "took 1.18x cuBLASLt's" in ss.format_profile_pairs(rows)
+
+
+def test_cublaslt_tiles_read_from_its_names_account_for_the_grids_it_launched():
+    """Every recorded cuBLASLt profile: the tiles of C its name's tile makes, rounded up to its cluster (the name's
+    third AxB), are the CTAs it launched, or a whole multiple of them where it cuts K (split-K)."""
+    import re
+
+    from hgemm_course.profile import recorded_profile
+
+    seen = 0
+    for M, N, K in ss.PROFILED:
+        r = recorded_profile("cublaslt", M, N, K)
+        if r is None or r.get("grid") is None:
+            continue
+        rows, cols = ss.kernel_tile(r["kernel"])
+        tiles = -(-M // rows) * -(-N // cols)
+        cluster = math.prod(map(int, re.search(r"nvjet_\w+?_\d+x\d+_\d+x\d+_(\d+)x(\d+)_", r["kernel"]).groups()))
+        if "splitK" in r["kernel"]:
+            assert r["grid"] % tiles == 0, (M, N, K, r["kernel"], r["grid"])
+        else:
+            assert r["grid"] == -(-tiles // cluster) * cluster, (M, N, K, r["kernel"], r["grid"])
+        seen += 1
+    assert seen >= 5
 
 
 def test_wide_rows_set_the_two_tile_widths_side_by_side_with_the_plans_pick():
