@@ -274,7 +274,7 @@ def format_probe(*names: str, units: int = UNITS, elsewhere: tuple[str, ...] = (
                 there = next((o for o in other if o["shape"] == r["shape"] and o["plan_now"] == r["plan_now"]
                               and o["plan_now_pct"] is not None), None)
                 note = (" (not timed in these probes; " + (f"{there['plan_now_pct']:.1f} in "
-                        f"{', '.join(elsewhere)})" if there else "nor elsewhere)"))
+                        f"{', '.join(elsewhere)})" if there else "nor in the tile probes named here)"))
             lines.append(f"{'':>18} {pct:>6} {'':>8}   this code's plan: {r['plan_now']}{note}")
     return "\n".join(lines)
 
