@@ -203,23 +203,28 @@ def test_the_unaligned_charge_holds_on_the_twins_of_the_misaligned_probe():
     assert planning.ROW64_UNALIGNED_SPEED == pytest.approx(statistics.median(kept), rel=0.05)
 
 
+def test_the_plan_takes_the_wide_tiles_with_tails_in_m_and_n():
+    for M, N, K in ((1500, 1536, 2048), (1536, 1600, 2048), (1536, 1536, 1536)):
+        chosen = planning.plan(M, N, K, SMS // 2)
+        assert chosen.options_text() == {"cluster_m": 1, "consumers": 2, "tiles": "128x192", "super_mn": (1, 1)}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("M, N, K", [(1500, 1536, 1016), (1111, 1920, 2000), (1536, 1536, 1536)])
-def test_the_wide_tiles_the_plan_takes_are_right_on_tails(M, N, K):
-    """Where the plan takes rung 11's 128 x 192 tiles (three 64-column panels of B, two consumers): gemm() against an
-    FP32 reference, C poisoned with NaN, M and K off the tile."""
+@pytest.mark.parametrize("M, N, K", [(1500, 1536, 1016), (1111, 1920, 2000), (1536, 1600, 2048), (1536, 1536, 1536)])
+def test_the_wide_tiles_are_right_on_tails(M, N, K):
+    """Rung 11's 128 x 192 tiles (three 64-column panels of B, two consumers) as the plan launches them, one wave on
+    1x1 super tiles without clusters: against an FP32 reference, C poisoned with NaN, M, N and K off the tile."""
+    from dataclasses import replace
+
     import cupy
 
-    import hgemm_course
     from hgemm_course import harness
 
-    chosen = planning.plan(M, N, K)
-    assert (chosen.options["tiles"].bm, chosen.options["tiles"].bn) == (128, 192)
     a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
     c = cupy.full((M, N), cupy.nan, cupy.float16)
-    hgemm_course.gemm(a, b, out=c)
+    r11_persistent.launch(a, b, c, replace(r11_persistent.TILES, bm=128, bn=192, stages=4), (1, 1), None, 1, 2)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    assert harness.compare(c, reference, K=K, rung="plan", seed=seed).passed
+    assert harness.compare(c, reference, K=K, rung="11", seed=seed).passed
 
 
 def test_the_wide_tiles_cost_is_the_probes_median_where_they_fit_in_one_wave():
