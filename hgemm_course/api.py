@@ -38,9 +38,9 @@ def gemm(a, b, rung: str | int | None = None, *, out=None):
     """C = A @ B with one rung's kernel: fp16 row-major A (M, K) and B (K, N) in, fp16 C (M, N) out.
 
     ``rung`` defaults to the fastest choice this machine has: on a GPU with wgmma (H100/H200) the plan
-    for the shape (:func:`hgemm_course.plan.plan`: rung 11, with 128x128 tiles where its 128x256 ones would
-    leave most of a wave empty and 128x64 ones where even those would, or rung 12 where whole tiles would
-    leave a wave part-empty; ``hgemm-course plan MxNxK`` says which and why); on other GPUs from sm_80 the
+    for the shape (:func:`hgemm_course.plan.plan`: rung 11 or rung 12, on the tiles and the split by K its model
+    finds fastest there, from 128x256 tiles down to 64x64 and 128x192 in one wave; ``hgemm-course plan MxNxK``
+    says which and why); on other GPUs from sm_80 the
     newest mma.sync rung they run (07 where they have TMA, else 06, sized for their shared memory); the
     Numba rung 02 on older GPUs and under the Numba CUDA simulator. CuPy inputs stay on their GPU, and the kernel
     runs on CuPy's current stream without waiting for it; NumPy inputs are copied over and C comes

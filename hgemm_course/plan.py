@@ -1,6 +1,8 @@
 """What ``gemm(a, b)`` runs for a shape on a Hopper GPU: rung 11 (whole tiles, a wave at a time; 128 x 256
 tiles, or 128 x 128 where the big ones leave most of a wave empty, or 128 x 64 for the smallest products) or
-rung 12 (the last waves divided by K), and how many whole waves rung 12 divides.
+rung 12 (the last waves divided by K), and how many whole waves rung 12 divides; then, weighed by time
+(:func:`row64_choice`), rung 11's 64-row tiles, its 128 x 192 tiles where they fit in one wave, and rung 12
+cutting small tiles by K, with the owners adding the pieces or split apart.
 
 The choice is a small model, not a table of timings: :mod:`hgemm_course.sim.waves` counts the waves each
 choice makes on this GPU's SMs, in K-iterations, with a fix-up charged per split tile. The plan takes rung 12
