@@ -180,13 +180,18 @@ def plan_command(shapes, *, units: int | None = None, as_json: bool = False) -> 
         print(f"gemm() on {here.describe()} runs rung {api._rung(None).id} at every shape: the plan chooses between "
               f"rungs 11 and 12, which need {why.split(' needs ', 1)[1]}.")
         return 0
-    plans = [plan(*shape, units=units) for shape in shapes]
+    padded = [planned_rung().padded_shape(*shape) for shape in shapes]   # gemm() pads N and K to multiples of 8
+    plans = [plan(*shape, units=units) for shape in padded]
     if as_json:
-        print(json.dumps([p.as_dict() for p in plans], indent=1))
+        print(json.dumps([p.as_dict() | ({"asked": list(shape)} if tuple(shape) != (p.M, p.N, p.K) else {})
+                          for shape, p in zip(shapes, plans)], indent=1))
         return 0
-    for p in plans:
+    for shape, p in zip(shapes, plans):
         options = "".join(f", {k}={v}" for k, v in p.options_text().items())
-        print(f"{p.M}x{p.N}x{p.K}: rung {p.rung}{options}. {p.reason}")
+        asked = "x".join(map(str, shape))
+        pad = (f"{asked} runs zero-padded to {p.M}x{p.N}x{p.K} (TMA needs rows of 16-byte multiples); "
+               if tuple(shape) != (p.M, p.N, p.K) else "")
+        print(f"{pad}{p.M}x{p.N}x{p.K}: rung {p.rung}{options}. {p.reason}")
         for name, value in p.efficiency.items():
             print(f"    {name:<22} {value:6.1%} of the GPU busy (model)")
     return 0

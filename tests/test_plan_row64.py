@@ -249,3 +249,20 @@ def test_where_the_plan_takes_the_wide_tiles_they_beat_the_whole_tiles_it_ran_be
             rest = max(v for k, v in pct.items() if k.startswith(("r11 ", "r12 ")) and k != "r11 128x192")
             assert pct["r11 128x192"] <= rest + MISS_POINTS, (row["M"], row["N"], row["K"])
     assert taken >= 8
+
+
+def test_the_plan_command_plans_the_padded_shape_gemm_runs(capsys):
+    """N or K off a multiple of 8: gemm() pads them, so `hgemm-course plan` plans and names the padded shape."""
+    import json
+
+    from hgemm_course.cli import main
+
+    assert main(["plan", "768x1500x1500", "1024"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    padded = next(line for line in lines if line.startswith("768x1500x1500"))
+    assert padded.startswith("768x1500x1500 runs zero-padded to 768x1504x1504 (TMA needs rows of 16-byte multiples); "
+                             "768x1504x1504: rung ")
+    assert any(line.startswith("1024x1024x1024: rung ") for line in lines)
+    assert main(["plan", "768x1500x1500", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert (record["M"], record["N"], record["K"], record["asked"]) == (768, 1504, 1504, [768, 1500, 1500])
