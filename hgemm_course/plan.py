@@ -147,9 +147,8 @@ ROW64_UNALIGNED_SPEED = 0.855
 # CTAs), weighed like the 64-row tiles, by time. Where a product's 128 x 256 tiles fill one wave part-way, they make a
 # third more tiles, each three quarters of the work: at 1536^3, 96 tiles on 132 SMs against 72. cuBLASLt's kernel
 # there computes 128 tiles of 96 rows by 192 columns (results/profiles, chapter 13); the course's consumers compute
-# whole products of 64 rows. They are
-# weighed only where they fit in one wave, one tile per CTA; past one wave the plan keeps the choices its probes and
-# sweeps measured (the 128 x 128 tiles, rung 12's stream-K). Their k-iteration cost is the median over the ten
+# whole products of 64 rows. They are weighed only where they fit in one wave, one tile per CTA; past one wave the
+# plan keeps the choices its probes and sweeps measured (the 128 x 128 tiles, rung 12's stream-K). Their k-iteration cost is the median over the ten
 # one-wave shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json (three rounds): at the nine
 # where the plan takes them they read 85-101% of the faster vendor library, where the 128 x 256 tiles it ran there
 # before read 69-87%; at 1536 x 768 x 3072 (48 tiles) they read 58% and the plan leaves them.
@@ -447,10 +446,10 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
         planned /= split_gain
     off = sum(1 for halves in (K, N) if (2 * halves) % ROW_ALIGN_BYTES)
     charge = ROW64_UNALIGNED_SPEED ** off
-    best = min([(row64_time_ns(M, N, K, ctas, bm64, bn64) / charge, "11", bm64, bn64, stages, 1)
-                for bm64, bn64, stages in ROW64_TILES]
-               + [(row64_time_ns(M, N, K, ctas, bm_w, bn_w) / charge, "11", bm_w, bn_w, stages, consumers)
-                  for bm_w, bn_w, stages, consumers in WIDE_TILES if -(-M // bm_w) * -(-N // bn_w) <= ctas])
+    whole = ([(bm64, bn64, stages, 1) for bm64, bn64, stages in ROW64_TILES]       # one consumer each
+             + [t for t in WIDE_TILES if -(-M // t[0]) * -(-N // t[1]) <= ctas])     # in one wave only
+    best = min((row64_time_ns(M, N, K, ctas, bm_t, bn_t) / charge, "11", bm_t, bn_t, stages, consumers)
+               for bm_t, bn_t, stages, consumers in whole)
     splits = [(time / charge, "12", bm_s, bn_s, stages, consumers) for bm_s, bn_s, stages, consumers in SPLIT_TILES
               if (time := split_time_ns(M, N, K, ctas, bm_s, bn_s)) is not None]
     splits += [(time / charge, "12 apart", bm_s, bn_s, stages, consumers)
