@@ -167,16 +167,30 @@ SPLIT_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (128, 128, 6, 2))      # (bm, bn
 SPLIT_FIXUP_NS = {(64, 64): 2461, (64, 128): 3434, (128, 128): 3734}
 SPLIT_MIN_PIECES = 4
 RUNG11_SPLIT_SUPER = (8, 2)          # the probe's super tile for these launches
-# Rung 12 split-K apart (apart=True): the same cut, but every piece goes to a slot of its own and a second kernel
-# adds each split tile's pieces, so no owner adds them one after another. Its time in the model is the busiest
-# CTA's k-iterations x ROW64_ITER_NS plus APART_NS, one figure per tile shape whatever the pieces: in
-# results/tuning/2026-12-03/split_apart/vendor_probe_20261203T092804.json, the median over the shapes where each
-# tile falls into SPLIT_MIN_PIECES pieces or more of (time - k-iterations x ROW64_ITER_NS) (tests/test_plan_row64.py
-# recomputes them). That is 13-27 us a launch, more than the k-iterations take at most of those shapes. The adder
-# is not most of it: letting it keep twenty loads in flight instead of one (under Nsight Compute it had taken 11.5 us
-# at 256 x 256 x 65536) moved the launch's time there by 7 points of the vendor's; where the rest goes is not profiled.
+# Rung 12 split-K apart (apart=True): the same cut, but every piece goes to a slot of its own and, once its pieces
+# are out, each CTA of a split tile adds its share of the tile's fragments, so no owner adds the pieces one after
+# another. Its time in the model is a straight line in the busiest CTA's k-iterations, APART_NS + k-iterations x
+# APART_ITER_NS per tile shape, fitted by least squares to
+# results/tuning/2026-12-03/split_apart_one_kernel/vendor_probe_20261203T155139.json at the shapes where each tile
+# falls into APART_MIN_PIECES pieces or more (tests/test_plan_row64.py fits them again). The fixed part, 18-22 us, is
+# more than the k-iterations take at most of those shapes, and more than the vendor's whole call at some: where it
+# goes (the launch, the ring's first fill from DRAM, the waits for the pieces' flags, the adding) is not profiled
+# apart. Its k-iterations cost less than ROW64_ITER_NS on the 64-row tiles: their pieces are short and the fixed
+# part absorbs their start. It is weighed from two pieces a tile, not SPLIT_MIN_PIECES: at 128 x 8192 x 28672,
+# two pieces of each 128 x 128 tile read 108% of the faster vendor library in that probe, where the plan's stream-K
+# launch read 83%.
 APART_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (64, 256, 5, 1), (128, 128, 6, 2), (128, 256, 4, 2))
-APART_NS = {(64, 64): 12820, (64, 128): 15680, (64, 256): 20580, (128, 128): 21296, (128, 256): 26680}
+APART_NS = {(64, 64): 17631, (64, 128): 18361, (64, 256): 18241, (128, 128): 19109, (128, 256): 22367}
+APART_ITER_NS = {(64, 64): 162, (64, 128): 240, (64, 256): 620, (128, 128): 432, (128, 256): 813}
+APART_MIN_PIECES = 2
+# Where the plan's choice is rung 12's stream-K and its tiles make less than one wave, stream-K also cuts every tile
+# by K, but its ranges straddle tiles: the owners add the pieces one after another, and tiles that share rows of A
+# read them at different times (at 1024 x 1024 x 32768 its profile read about three times the DRAM bytes cuBLASLt's
+# kernel read; chapter 13). At both shapes of the probe above where the plan ran stream-K in one wave, split apart
+# read 18-25 points more of the faster vendor library (1024 x 1024 x 32768: 92% on 128 x 256 tiles against 74%;
+# 128 x 8192 x 28672: 107-108% against 83%), where the model had put it 7% faster and 3% slower. So there split
+# apart is taken unless the model finds it more than APART_OVER_STREAMK slower.
+APART_OVER_STREAMK = 0.05
 # What the model plans: its walk visits every tile of C, so its time and memory grow with M x N (2^35 elements,
 # 64 GiB of fp16, take it two to three seconds and half a GB; 10^6 x 10^6 took a minute and 10 GB, 10^9 x 10^9 ran
 # out of memory). Past these bounds it refuses, with the bound in the message.
@@ -416,12 +430,13 @@ def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
 
 
 def apart_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float | None:
-    """The model's time of rung 12 split-K apart on (bm, bn) tiles over ``ctas`` CTAs: the busiest CTA's
-    k-iterations x ROW64_ITER_NS plus APART_NS; None where a tile would be cut into fewer than SPLIT_MIN_PIECES."""
+    """The model's time of rung 12 split-K apart on (bm, bn) tiles over ``ctas`` CTAs: APART_NS plus the busiest
+    CTA's k-iterations x APART_ITER_NS; None where a tile would be cut into fewer than APART_MIN_PIECES."""
     tiles = -(-M // bm) * -(-N // bn)
-    if -(-ctas // tiles) < SPLIT_MIN_PIECES:
+    if ctas // tiles < APART_MIN_PIECES:
         return None
-    return busiest_cta_ns(tiles, K, ctas // tiles * tiles, bm, bn) + APART_NS[bm, bn]  # a whole number of CTAs per tile
+    busiest = -(-tiles * -(-K // 64) // (ctas // tiles * tiles))    # a whole number of CTAs per tile
+    return APART_NS[bm, bn] + busiest * APART_ITER_NS[bm, bn]
 
 
 def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
@@ -458,19 +473,23 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
     if splits and min(splits)[0] <= best[0] * (1 - ROW64_MARGIN):      # the split must beat the 64-row tiles too
         best = min(splits)
     time, new_rung, bm_new, bn_new, stages, consumers = best
-    if time > planned * (1 - ROW64_MARGIN):
+    # Against rung 12's stream-K in its one part-empty wave, split apart is taken up to APART_OVER_STREAMK slower in
+    # the model: the same cut of K, but aligned (see APART_OVER_STREAMK).
+    over_streamk = credited and new_rung == "12 apart" and -(-M // 128) * -(-N // 256) < ctas
+    if time > planned * (1 + APART_OVER_STREAMK if over_streamk else 1 - ROW64_MARGIN):
         return None
     tiles = replace(RUNG11_TILES, bm=bm_new, bn=bn_new, stages=stages)
     planned_on = f"{NARROW_TILES[0]}x{NARROW_TILES[1]}" if narrow else f"{bm}x{bn}"
     planned_text = (f"{planned / 1e3:.1f} us for {'rung 12' if credited else f'rung 11 on {planned_on} tiles'}"
-                    f"{' (charged for rows off 128-byte boundaries)' if off else ''}.")
+                    f"{' (charged for rows off 128-byte boundaries)' if off else ''}"
+                    f"{f'; in one wave split apart is taken up to {APART_OVER_STREAMK:.0%} slower than stream-K, whose ranges straddle tiles' if over_streamk else ''}.")
     if new_rung.startswith("12"):
         apart = new_rung == "12 apart"
         tile_count = -(-M // bm_new) * -(-N // bn_new)     # split apart's grid: a whole number of CTAs per tile
         pieces = ctas // tile_count if apart else -(-ctas // tile_count)
         options = {"cluster_m": 1, "consumers": consumers, "tiles": tiles, "super_mn": RUNG11_SPLIT_SUPER,
                    "sk_waves": 0} | ({"apart": True} if apart else {})
-        added = ", a second kernel adding the pieces," if apart else ""
+        added = ", each tile's CTAs adding its pieces together," if apart else ""
         return "12", options, (f"rung 12 cutting each {bm_new}x{bn_new} tile by K into {pieces} pieces{added} takes "
                                f"{time / 1e3:.1f} us in the model against {planned_text}")
     one_wave = -(-M // bm_new) * -(-N // bn_new) <= ctas

@@ -97,9 +97,20 @@ CONSTANTS = (
              "a split weighed only where each tile falls into this many pieces or more",
              "the same probe: with two or three pieces rung 12 read 52-71%, below what the plan ran"),
     Constant("plan", "APART_NS", "fit",
-             "split apart's cost per launch beyond its busiest CTA's k-iterations, ns",
-             "the median over the shapes of results/tuning/2026-12-03/split_apart/vendor_probe_20261203T092804.json "
-             "where each tile falls into four pieces or more"),
+             "split apart's fixed cost per launch, ns: the intercept of its time against its busiest CTA's k-iterations",
+             "a least-squares line per tile over the shapes of "
+             "results/tuning/2026-12-03/split_apart_one_kernel/vendor_probe_20261203T155139.json where each tile falls "
+             "into two pieces or more"),
+    Constant("plan", "APART_ITER_NS", "fit",
+             "split apart's cost per k-iteration of its busiest CTA, ns: the slope of the same line",
+             "the same probe and line"),
+    Constant("plan", "APART_MIN_PIECES", "margin",
+             "split apart weighed only where each tile falls into this many pieces or more",
+             "the same probe: two pieces of each 128x128 tile read 108% at 128x8192x28672"),
+    Constant("plan", "APART_OVER_STREAMK", "margin",
+             "how much slower than rung 12's stream-K in one wave split apart may be in the model and still be taken",
+             "the same probe: at both such shapes split apart read 18-25 points more, where the model put it 7% "
+             "faster and 3% slower"),
     Constant("plan", "LARGE_B_SUPER_MARGIN", "margin",
              "where B outgrows the L2, how much busier another super tile must walk than 16x2",
              "a 4% gain that did not show (8676x11064x5256) and a 12% one that did (6997x10040x4112), then ten shapes, "

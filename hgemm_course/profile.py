@@ -143,7 +143,7 @@ class PlanTarget:
     """What ``gemm(a, b, out=c)`` launches for the shape on a Hopper GPU: rung 11 or 12 as the plan picks them."""
     id = "plan"
     slug = "gemm()'s plan"
-    kernels = "^k1[12]_(persistent|streamk)"     # the GEMM kernel, not split-K apart's adder after it
+    kernels = "^k1[12]_(persistent|streamk)"     # the GEMM kernel (rung 12 split apart adds its pieces inside it)
 
     @staticmethod
     def launch(a, b, c):

@@ -43,7 +43,7 @@ fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do
     timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify plan \
-      --sizes 200x136x20000 256x256x65536 384x768x24576 100x1000x9992 16x4096x4096 > "$OUT/sanitize_$tool.txt" 2>&1
+      --sizes ${SANITIZE_SIZES:-200x136x20000 256x256x65536 384x768x24576 100x1000x9992 512x512x16384 32x4096x14336 16x4096x4096 1536x1536x1536} > "$OUT/sanitize_$tool.txt" 2>&1
     status=$((status | $?)); tail -2 "$OUT/sanitize_$tool.txt"
   done
 fi

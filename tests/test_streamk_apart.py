@@ -1,7 +1,9 @@
-"""Split-K apart (rung 12, apart=True): a Python twin of the kernel's StreamK work split and of the slots its two
-kernels agree on. k12_streamk writes each piece of a split tile to slot 0 (the first segment of its unit's
-stream-K range) or slot 1 (a later one); k12_add_partials finds, for each split tile, the units whose ranges hold
-its slices and the slot each used. Every piece must be read exactly once, by its own tile, and no whole tile."""
+"""Split-K apart (rung 12, apart=True): a Python twin of the kernel's StreamK work split, of the slots its pieces
+go to and of who adds them. k12_streamk writes each piece of a split tile to slot 0 (the first segment of its
+unit's stream-K range) or slot 1 (a later one); then each unit, for each split tile it holds a piece of, finds
+the units whose ranges hold the tile's slices and the slot each used, and adds its share of the tile's fragments.
+Every piece must be read exactly once per fragment, by its own tile, no whole tile, and every fragment of a split
+tile added exactly once, by a unit that holds a piece of that tile."""
 import random
 
 import pytest
@@ -59,7 +61,7 @@ def written(work):
 
 
 def read(work):
-    """{tile: [(unit, slot)]} as k12_add_partials reads them."""
+    """{tile: [(unit, slot)]}: the pieces of each split tile, as every unit that adds part of it reads them."""
     out = {}
     for sk_tile in range(work.tiles - work.dp_tiles):
         first = work.unit_of(sk_tile * work.k_tiles)
@@ -71,7 +73,28 @@ def read(work):
     return out
 
 
-def check(tiles, k_tiles, dp_tiles, units):
+def added(work, consumers, fragments):
+    """{(tile, fragment): [unit]}: the units whose consumer warpgroups add each fragment of each split tile, as
+    k12_streamk's add_split_tiles deals them (warpgroup w of the tile's units takes fragments w, w + workers, ..)."""
+    out = {}
+    for u in range(work.units):
+        s = 0
+        while (seg := work.segment(u, s))[0] >= 0:
+            s += 1
+            tile, k_begin, k_end = seg
+            if k_begin == 0 and k_end == work.k_tiles:
+                continue
+            sk_tile = tile - work.dp_tiles
+            first = work.unit_of(sk_tile * work.k_tiles)
+            last = work.unit_of((sk_tile + 1) * work.k_tiles - 1)
+            workers = (last - first + 1) * consumers
+            for consumer in range(consumers):
+                for f in range((u - first) * consumers + consumer, fragments, workers):
+                    out.setdefault((tile, f), []).append(u)
+    return out
+
+
+def check(tiles, k_tiles, dp_tiles, units, consumers=2, fragments=32):
     work = StreamK(tiles, k_tiles, dp_tiles, units)
     slots, whole = written(work)
     reads = read(work)
@@ -84,12 +107,26 @@ def check(tiles, k_tiles, dp_tiles, units):
         assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:])), "without gaps or overlaps"
         seen.update(keys)
     assert seen == set(slots), "every piece written is read"
+    adders = added(work, consumers, fragments)
+    assert sorted(adders) == sorted((tile, f) for tile in reads for f in range(fragments)), \
+        "every fragment of every split tile is added, and nothing else"
+    for (tile, f), units_adding in adders.items():
+        assert len(units_adding) == 1, f"fragment {f} of tile {tile} added by units {units_adding}"
+        assert units_adding[0] in {unit for unit, _ in reads[tile]}, "by a unit that holds a piece of the tile"
 
 
 @pytest.mark.parametrize("tiles, k_tiles, units", [(1, 1024, 132), (16, 1024, 132), (4, 256, 132), (2, 1024, 132),
                                                    (64, 512, 132), (8, 7, 132), (131, 64, 132), (133, 64, 132)])
 def test_every_piece_is_added_once_by_its_own_tile(tiles, k_tiles, units):
     check(tiles, k_tiles, 0, units)
+
+
+@pytest.mark.parametrize("consumers, fragments", [(1, 8), (1, 16), (1, 32), (2, 32), (2, 64)])
+def test_every_fragment_is_added_once_whatever_the_tile(consumers, fragments):
+    """The plan's tiles: 64 x 64, 64 x 128, 64 x 256 (one consumer), 128 x 128 and 128 x 256 (two); pieces per
+    tile from 2 to 132, more and fewer warpgroups than fragments."""
+    for tiles, k_tiles in ((1, 1024), (4, 256), (12, 313), (16, 64), (66, 9), (131, 64), (200, 20)):
+        check(tiles, k_tiles, 0, 132, consumers, fragments)
 
 
 def test_on_random_splits_with_whole_tiles_first():
@@ -101,7 +138,7 @@ def test_on_random_splits_with_whole_tiles_first():
         dp_tiles = rng.choice([0, 0, (tiles // units) * units, max(0, (tiles // units - 1) * units)])
         if (tiles - dp_tiles) * k_tiles == 0:
             continue
-        check(tiles, k_tiles, dp_tiles, units)
+        check(tiles, k_tiles, dp_tiles, units, rng.choice([1, 2]), rng.choice([8, 16, 32, 64]))
 
 
 @pytest.mark.gpu

@@ -10,9 +10,11 @@
 // launch's epoch, so flags from earlier launches need no clearing.
 // Split-K apart (APART): where a tile is cut into many pieces, its owner would add them one after
 // another. Instead every CTA writes each piece it computed to a slot of its own (two per CTA: its range's
-// first piece and its last) and stores nothing of those tiles; a second kernel, k12_add_partials, then adds
-// each split tile's pieces, every fragment of it in a CTA of its own, and stores C. The launcher sizes the grid
-// to a whole number of CTAs per tile, so the pieces of all tiles start at about the same K and tiles that share
+// first piece and its last) and raises the slot's flag; once its own pieces are out, each CTA that holds a
+// piece of a split tile adds its share of that tile's fragments (a fragment: one n8 column block of one m64
+// product), every piece of them, and stores them to C. The adding is spread over all the CTAs of the tile, so
+// none adds the pieces one after another, and it needs no second kernel. The launcher sizes the grid to a
+// whole number of CTAs per tile, so the pieces of all tiles start at about the same K and tiles that share
 // rows of A or columns of B read them from the L2 at about the same time.
 // As in rung 11: rung 10's producer and consumer warpgroups, made persistent. The grid holds only as many
 // CTAs as fit on the GPU at once; each walks the output tiles t = blockIdx.x, + gridDim.x, ... in
@@ -110,9 +112,11 @@ struct RingAndPanels {
 // wait is bounded: 2^30 polls, over 100 s at 100 ns a poll (an L2 round trip takes longer), ten times what
 // the largest fp16 product that fits in the H200's 141 GB takes, then trap: the launch fails instead of hanging.
 constexpr unsigned MAX_FLAG_POLLS = 1u << 30;
+// Out of line: a trap inlined into split-K apart's adding made ptxas spill 1 KiB of the 128 x 256 tiles' registers.
+__device__ __noinline__ void stop_waiting() { __trap(); }
 __device__ __forceinline__ void wait_for_partial_sums(const unsigned* flag, unsigned epoch) {
     for (unsigned polls = 1; flag_acquire_gpu(flag) != epoch; ++polls) {
-        if (polls == MAX_FLAG_POLLS) __trap();
+        if (polls == MAX_FLAG_POLLS) stop_waiting();
     }
 }
 
@@ -120,6 +124,21 @@ __device__ __forceinline__ void wait_for_partial_sums(const unsigned* flag, unsi
 __device__ __forceinline__ unsigned half2_bits(float lo, float hi) {
     const half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const unsigned*>(&h);
+}
+
+// sum += piece(u) + .. + piece(u + BATCH - 1), every piece loaded before the first is added
+template <int BATCH, typename Piece>
+__device__ __forceinline__ void add_pieces(float4& sum, const Piece& piece, int u) {
+    float4 part[BATCH];
+#pragma unroll
+    for (int v = 0; v < BATCH; ++v) part[v] = piece(u + v);
+#pragma unroll
+    for (int v = 0; v < BATCH; ++v) {
+        sum.x += part[v].x;
+        sum.y += part[v].y;
+        sum.z += part[v].z;
+        sum.w += part[v].w;
+    }
 }
 
 // C (M, N) = A (M, K) @ B (K, N), fp16 in and out, fp32 accumulation, all row-major.
@@ -160,6 +179,7 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
                   "setmaxnreg.inc only takes what setmaxnreg.dec gave back to the CTA's pool");
     static_assert((CLUSTER_M == 1 || CLUSTER_M == 2) && SUPER_M % CLUSTER_M == 0 && (BN / 64) % CLUSTER_M == 0,
                   "clusters of 1 or 2 CTAs along M, whole cluster tiles per super tile, B's panels split evenly");
+    static_assert(!APART || CLUSTER_M == 1, "split-K apart runs without clusters: a unit is one CTA");
 
     extern __shared__ __align__(1024) unsigned char smem[];
     auto& ring = aligned_smem<Smem>(smem);            // the stages, the C panel buffers and their mbarriers
@@ -224,6 +244,53 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
     };
     auto desc_b = [&](unsigned b_stage, int kk) {
         return wgmma_desc_128b(b_stage + kk * 16 * 128, B_PANEL, WGMMA_SWIZZLE_ATOM_BYTES);
+    };
+
+    // ---- split-K apart: the slots, and the adding of the split tiles ----------------------
+    // Slot of unit u's piece: its range's first piece (second = 0) or a later one, per consumer (CLUSTER_M = 1).
+    auto apart_slot = [&](int u, bool second, int consumer) { return (u * 2 + second) * CONSUMERS + consumer; };
+    // Once this unit's pieces are all out: for each split tile it holds a piece of, consumer warpgroup w of the
+    // tile's units (counted from its first unit) adds fragments w, w + workers, .. of the tile, every unit's
+    // piece of each, and stores them to C. Every unit's pieces are out before it waits, and every unit is
+    // resident at once (the launcher's grid), so the waits end.
+    auto add_split_tiles = [&](int consumer) {
+        constexpr int FRAGMENTS = CONSUMERS * FRAG_M * FRAG_N;    // n8 column blocks of every product of a tile
+        constexpr int SLOT = FRAG_M * FRAG_N * 128;               // float4s of one consumer's piece
+        int s = 0;
+        for (Segment seg = work.segment(cluster, 0); seg.tile >= 0; seg = work.segment(cluster, ++s)) {
+            if (seg.k_begin == 0 && seg.k_end == k_tiles) continue;   // computed whole and stored
+            const int sk_tile = seg.tile - dp_tiles;
+            const int first = work.unit_of(sk_tile * k_tiles), last = work.unit_of((sk_tile + 1) * k_tiles - 1);
+            const int workers = (last - first + 1) * CONSUMERS;
+            const int worker = (cluster - first) * CONSUMERS + consumer;
+            if (worker >= FRAGMENTS) continue;        // more warpgroups than fragments: none for this one
+            // a unit's piece of this tile is its first (slot 0) unless its range began in an earlier tile
+            auto slot_of = [&](int u, int c) { return apart_slot(u, work.sk_begin(u) < sk_tile * k_tiles, c); };
+            for (int w = tid % 128; w < workers; w += 128) {   // every piece's flag, a few per thread
+                wait_for_partial_sums(&flags[slot_of(first + w / CONSUMERS, w % CONSUMERS)], epoch);
+            }
+            named_barrier_sync(1 + consumer, 128);    // every flag of the tile has been seen
+            const int2 tile = tile_of<SUPER_CM, SUPER_N>(seg.tile, grid_cm, grid_n);
+            for (int f = worker; f < FRAGMENTS; f += workers) {
+                const int c = f / (FRAG_M * FRAG_N), i = f / FRAG_N % FRAG_M, j = f % FRAG_N;
+                auto piece = [&](int u) {              // unit u's sums of this fragment, this thread's float4
+                    return __ldcg(&workspace[slot_of(u, c) * SLOT + (i * FRAG_N + j) * 128 + tid % 128]);
+                };
+                float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                int u = first;                        // eight loads in flight, not one round trip per piece
+                for (; u + 8 <= last + 1; u += 8) add_pieces<8>(sum, piece, u);
+                for (; u <= last; ++u) add_pieces<1>(sum, piece, u);
+                // wgmma's accumulator layout: warp w, lane l hold rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4), + 1
+                const int row = tile.x * BM + c * C_ROWS + i * 64 + warp * 16 + lane / 4;
+                const int col = tile.y * BN + j * 8 + lane % 4 * 2;  // N is a multiple of 8: col < N keeps col + 1 < N
+                if (col < N) {
+                    if (row < M) *reinterpret_cast<half2*>(&C[(size_t)row * N + col]) = __floats2half2_rn(sum.x, sum.y);
+                    if (row + 8 < M) {
+                        *reinterpret_cast<half2*>(&C[(size_t)(row + 8) * N + col]) = __floats2half2_rn(sum.z, sum.w);
+                    }
+                }
+            }
+        }
     };
 
     // ---- prologue: set up the barriers --------------------------------------------------
@@ -353,17 +420,20 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
                     }
                 }
             };
+            auto hand_over = [&](int slot_index) {    // the sums to a slot, then its flag up
+                write_partials(slot_index);
+                fence_acq_rel_gpu();                  // the sums are in place before the flag goes up
+                named_barrier_sync(1 + consumer, 128);
+                if (storer) flag_release_gpu(&flags[slot_index], epoch);
+            };
             if constexpr (APART) {
-                if (seg.k_begin > 0 || seg.k_end < k_tiles) {  // a piece: k12_add_partials adds it
-                    write_partials((blockIdx.x * 2 + (s > work.dp_count(cluster))) * CONSUMERS + consumer);
+                if (seg.k_begin > 0 || seg.k_end < k_tiles) {  // a piece: added after the loop, by its tile's CTAs
+                    hand_over(apart_slot(cluster, s > work.dp_count(cluster), consumer));
                     continue;
                 }
             }
             if (seg.k_begin > 0) {                    // not the tile's first slices: hand the sums over
-                write_partials(blockIdx.x * CONSUMERS + consumer);
-                fence_acq_rel_gpu();                  // the sums are in place before the flag goes up
-                named_barrier_sync(1 + consumer, 128);
-                if (storer) flag_release_gpu(&flags[blockIdx.x * CONSUMERS + consumer], epoch);
+                hand_over(blockIdx.x * CONSUMERS + consumer);
                 continue;
             }
             // The tile's first slices, which come last in this unit's range: the later ones are in the slots
@@ -399,83 +469,12 @@ k12_streamk(const half* __restrict__ A, const half* __restrict__ B, half* __rest
             packed_at = {m0, n0};
         }
         if (packed_at.x >= 0) store_packed([](int) { return true; }); // the last tile: no next one to hide under
+        if constexpr (APART) add_split_tiles(consumer);
         if (storer) tma_store_wait_read<0>();         // the CTA's shared memory outlives the last stores' reads
     }
     if constexpr (CLUSTER_M > 1) {                    // neither CTA leaves while the other may still
         __syncwarp();                                 // multicast into it or arrive on its barriers
         cluster_arrive();
         cluster_wait();
-    }
-}
-
-// sum += piece(u) + .. + piece(u + BATCH - 1), every piece loaded before the first is added
-template <int BATCH, typename Piece>
-__device__ __forceinline__ void add_pieces(float4& sum, const Piece& piece, int u) {
-    float4 part[BATCH];
-#pragma unroll
-    for (int v = 0; v < BATCH; ++v) part[v] = piece(u + v);
-#pragma unroll
-    for (int v = 0; v < BATCH; ++v) {
-        sum.x += part[v].x;
-        sum.y += part[v].y;
-        sum.z += part[v].z;
-        sum.w += part[v].w;
-    }
-}
-
-// Split-K apart's second kernel: C's split tiles, the sum of their pieces. CTA (t, f) adds fragment f of split
-// tile t (f: a consumer's n8 column block j of its product i), one float4 of four sums per position, over the units
-// whose ranges hold slices of tile t: a unit's first piece is in its slot 0, a piece that is not its first (the
-// head of a later tile) in slot 1. A tile computed whole by one unit was stored by the first kernel.
-constexpr int ADD_GROUPS = 8;                         // warpgroups of k12_add_partials, each adding every 8th piece
-template <int BM, int BN, int SUPER_M, int SUPER_N, int CONSUMERS>
-__global__ void __launch_bounds__(128 * ADD_GROUPS)
-k12_add_partials(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int N, int K,
-                 const float4* __restrict__ workspace, int dp_tiles, int units) {
-    constexpr int FRAG_M = BM / 64 / CONSUMERS;       // as in k12_streamk: m64 products per consumer
-    constexpr int FRAG_N = BN / 8;                    // n8 column blocks of each product
-    constexpr int C_ROWS = BM / CONSUMERS;
-    const int grid_m = cdiv(M, BM), grid_n = cdiv(N, BN), k_tiles = cdiv(K, 64);
-    const StreamK work{grid_m * grid_n, k_tiles, dp_tiles, units};
-    const int sk_tile = blockIdx.x;                   // counted from dp_tiles
-    if (dp_tiles + sk_tile >= work.tiles) return;
-    const int first = work.unit_of(sk_tile * k_tiles), last = work.unit_of((sk_tile + 1) * k_tiles - 1);
-    if (first == last) return;                        // one unit computed it whole and stored it
-    const int consumer = blockIdx.y / (FRAG_M * FRAG_N);
-    const int i = blockIdx.y / FRAG_N % FRAG_M, j = blockIdx.y % FRAG_N;
-    const int tid = threadIdx.x % 128;
-    auto piece = [&](int u) {                         // unit u's piece of this fragment, this thread's float4
-        const int second = work.sk_begin(u) < sk_tile * k_tiles;   // the range began in an earlier tile
-        return workspace[((u * 2 + second) * CONSUMERS + consumer) * (FRAG_M * FRAG_N * 128)  // the first kernel
-                         + (i * FRAG_N + j) * 128 + tid];                                   // ended: plain loads
-    };
-    // The units' pieces in ADD_GROUPS groups of 128 threads, unit u to group u % ADD_GROUPS, each adding its pieces
-    // four loads at a time; then group 0 adds the groups' sums. Fewer loads in flight, and each would wait
-    // an L2 round trip: at 33 pieces a fragment one after another took 11.5 us under Nsight Compute.
-    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const int group = threadIdx.x / 128;
-    auto my_piece = [&](int v) { return piece(first + group + v * ADD_GROUPS); };  // this group's v-th piece
-    const int mine = last - first - group < 0 ? 0 : (last - first - group) / ADD_GROUPS + 1;  // pieces of group
-    int v = 0;
-    for (; v + 3 < mine; v += 4) add_pieces<4>(sum, my_piece, v);
-    for (; v < mine; ++v) add_pieces<1>(sum, my_piece, v);
-    __shared__ float4 sums[ADD_GROUPS][128];
-    sums[group][tid] = sum;
-    __syncthreads();
-    if (group > 0) return;
-#pragma unroll
-    for (int g = 1; g < ADD_GROUPS; ++g) {
-        sum.x += sums[g][tid].x;
-        sum.y += sums[g][tid].y;
-        sum.z += sums[g][tid].z;
-        sum.w += sums[g][tid].w;
-    }
-    // wgmma's accumulator layout: warp w, lane l hold rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4), + 1
-    const int2 tile = tile_of<SUPER_M, SUPER_N>(dp_tiles + sk_tile, grid_m, grid_n);
-    const int row = tile.x * BM + consumer * C_ROWS + i * 64 + tid / 32 * 16 + tid % 32 / 4;
-    const int col = tile.y * BN + j * 8 + tid % 4 * 2;  // N is a multiple of 8: col < N keeps col + 1 < N
-    if (col < N) {
-        if (row < M) *reinterpret_cast<half2*>(&C[(size_t)row * N + col]) = __floats2half2_rn(sum.x, sum.y);
-        if (row + 8 < M) *reinterpret_cast<half2*>(&C[(size_t)(row + 8) * N + col]) = __floats2half2_rn(sum.z, sum.w);
     }
 }

@@ -18,7 +18,6 @@ from .. import device, tensormap
 from . import Rung
 from . import r11_persistent
 from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require
-from .packed import PackedLaunch
 from .r10_warp_specialized import CONSUMER_REGS, CONSUMERS, PRODUCER_REGS, THREADS, WarpSpecializedTiles
 from .r11_persistent import CLUSTER_M, NEEDS, SUPER, TILES, _map_c, resident_ctas, smem_bytes
 
@@ -29,7 +28,6 @@ SOURCE = "k12_streamk.cu"
 # them). None: the waves model picks per shape (sim.waves.best_split, as gemm()'s plan does), since the H200 ranked
 # them differently at different shapes.
 SK_WAVES = None
-ADD_GROUPS = 8          # warpgroups per CTA of split-K apart's adder (k12_streamk.cu's ADD_GROUPS)
 TUNABLE = Tunable(tiles=((128, 256), (256, 128)), stages=(4, 3), supers=((16, 2), (8, 4)), clusters=(2, 1),
                   consumers=(2,))
 
@@ -74,16 +72,6 @@ def kernel(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPE
                           needs=NEEDS, grid=grid,
                           smem_layout=rung11.smem_layout)
     return kern
-
-
-@lru_cache(maxsize=None)
-def adder(tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, int] = SUPER,
-          consumers: int = CONSUMERS) -> TemplateKernel:
-    """Split-K apart's second kernel, k12_add_partials: a CTA per split tile and fragment (one n8 column block of one
-    consumer's product), ADD_GROUPS warpgroups adding every ADD_GROUPS-th piece each, then their sums, into C."""
-    fragments = consumers * (tiles.bm // 64 // consumers) * (tiles.bn // 8)
-    return TemplateKernel(SOURCE, "k12_add_partials", (tiles.bm, tiles.bn, *super_mn, consumers), 128 * ADD_GROUPS, 0,
-                          needs=NEEDS, grid=lambda M, N: (cdiv(M, tiles.bm) * cdiv(N, tiles.bn), fragments))
 
 
 class Workspace:
@@ -145,8 +133,8 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     would let the owners of split tiles read partial sums before they are written.
 
     ``apart``: split-K apart. Every piece of a split tile goes to a slot of the CTA that computed it (two per CTA)
-    and :func:`adder`'s kernel adds them after the first kernel, on the same stream: no owner adds pieces one after
-    another. The timing build times the first kernel only; the plain launch's time is both kernels'."""
+    and, once its pieces are out, each CTA of a split tile adds its share of the tile's fragments: no owner adds
+    pieces one after another, and no second kernel runs."""
     import cupy
 
     require(not apart or cluster_m == 1, f"apart=True with cluster_m={cluster_m}: split-K apart runs without "
@@ -160,29 +148,18 @@ def launch(a, b, c, tiles: WarpSpecializedTiles = TILES, super_mn: tuple[int, in
     slots = 2 * ctas if apart else ctas
     partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
     again = kern.launch(a, b, c, *maps, partials, flags, dp_tiles, np.uint32(epoch))
-    add = adder(tiles, super_mn, consumers) if apart else None
-    add_args = (np.int32(ctas),)            # the units whose pieces the adder reads
-    if add is not None:
-        add_fn, add_grid = add.function(), add.grid(M, N)
-        add_fn(add_grid, (add.threads,), (a, b, c, np.int32(M), np.int32(N), np.int32(K), partials, dp_tiles, *add_args))
     if again is None:
         return None
     # The workspace's arguments follow A, B, C, M, N, K and the tensor maps: partials, flags, dp_tiles, epoch.
     at_partials, at_flags, at_epoch = len(again.args) - 4, len(again.args) - 3, len(again.args) - 1
-    add_again = (PackedLaunch(add_fn, add_grid, (add.threads,), (*again.args[:6], partials, dp_tiles, *add_args))
-                 if add is not None else None)
 
     def launch_again() -> None:
         partials, flags, epoch = space.take(slots, tiles.bm * tiles.bn, consumers)
         if partials is not again.args[at_partials] or flags is not again.args[at_flags]:   # the workspace grew
             again.put(at_partials, partials)
             again.put(at_flags, flags)
-            if add_again is not None:
-                add_again.put(6, partials)
         again.put(at_epoch, np.uint32(epoch))
         again()
-        if add_again is not None:
-            add_again()
 
     return launch_again
 
@@ -192,8 +169,8 @@ RUNG = Rung(
     idea=("the K-slices of the tiles past the whole waves are divided evenly among the persistent clusters; "
           "partial tiles meet in a global workspace, announced by per-CTA flags"),
     backend="nvrtc", launch=launch, source=SOURCE, needs=NEEDS,
-    name_expressions=(kernel().name_expression, kernel(apart=True).name_expression, adder().name_expression),
-    instantiations=lambda target: (kernel(), kernel(apart=True), adder()),
+    name_expressions=(kernel().name_expression, kernel(cluster_m=1, apart=True).name_expression),
+    instantiations=lambda target: (kernel(), kernel(cluster_m=1, apart=True)),
     multiple_n=8, multiple_k=8,
     extra={"tiles": asdict(TILES), "super_tile": SUPER, "cluster_m": CLUSTER_M, "threads": THREADS,
            "consumers": CONSUMERS, "sk_waves": SK_WAVES,
