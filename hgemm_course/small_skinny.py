@@ -24,8 +24,9 @@ from .roofline import gemm_floor
 
 SHAPES_FILE = Path("benchmarks") / "shapes_small_skinny.txt"      # under the repository
 VENDOR_PROBE = Path("tuning") / "2026-12-02" / "vendor_probe" / "vendor_probe_20261202T212448.json"  # under results/
-# The same probe at K-heavy shapes with rung 12 split apart among the candidates (under results/)
-APART_PROBE = Path("tuning") / "2026-12-03" / "split_apart" / "vendor_probe_20261203T092804.json"
+# The same probe at K-heavy and small-M shapes with rung 12 split apart among the candidates, once each tile's CTAs
+# added its pieces in the one kernel (under results/)
+APART_PROBE = Path("tuning") / "2026-12-03" / "split_apart_one_kernel" / "vendor_probe_20261203T155139.json"
 WIDE_PROBE = Path("tuning") / "2026-12-03" / "wide_tiles" / "vendor_probe_20261203T131546.json"
 FAMILIES = (("rung 11, 64-row or 128x128 tiles", "r11 "), ("rung 12, owners add the pieces", " sk0"),
             ("rung 12, split apart", " apart"))
