@@ -412,10 +412,15 @@ def row64_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float:
     return -(-(-(-M // bm) * -(-N // bn)) // ctas) * -(-K // 64) * ROW64_ITER_NS[bm, bn]
 
 
+def busiest_k_iterations(tiles: int, K: int, ctas: int) -> int:
+    """The K-iterations of the busiest of ``ctas`` CTAs dealt the K-iterations of ``tiles`` tiles evenly."""
+    return -(-tiles * -(-K // 64) // ctas)
+
+
 def busiest_cta_ns(tiles: int, K: int, ctas: int, bm: int, bn: int) -> float:
     """The model's time of the busiest of ``ctas`` CTAs dealt the K-iterations of ``tiles`` (bm, bn) tiles evenly:
     its share of them x ROW64_ITER_NS."""
-    return -(-tiles * -(-K // 64) // ctas) * ROW64_ITER_NS[bm, bn]
+    return busiest_k_iterations(tiles, K, ctas) * ROW64_ITER_NS[bm, bn]
 
 
 def split_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float | None:
@@ -435,7 +440,7 @@ def apart_time_ns(M: int, N: int, K: int, ctas: int, bm: int, bn: int) -> float 
     tiles = -(-M // bm) * -(-N // bn)
     if ctas // tiles < APART_MIN_PIECES:
         return None
-    busiest = -(-tiles * -(-K // 64) // (ctas // tiles * tiles))    # a whole number of CTAs per tile
+    busiest = busiest_k_iterations(tiles, K, ctas // tiles * tiles)    # a whole number of CTAs per tile
     return APART_NS[bm, bn] + busiest * APART_ITER_NS[bm, bn]
 
 
@@ -475,7 +480,8 @@ def row64_choice(M: int, N: int, K: int, ctas: int, rung: str, options: dict,
     time, new_rung, bm_new, bn_new, stages, consumers = best
     # Against rung 12's stream-K in its one part-empty wave, split apart is taken up to APART_OVER_STREAMK slower in
     # the model: the same cut of K, but aligned (see APART_OVER_STREAMK).
-    over_streamk = credited and new_rung == "12 apart" and -(-M // 128) * -(-N // 256) < ctas
+    over_streamk = (credited and new_rung == "12 apart"
+                    and -(-M // RUNG11_TILES.bm) * -(-N // RUNG11_TILES.bn) < ctas)
     if time > planned * (1 + APART_OVER_STREAMK if over_streamk else 1 - ROW64_MARGIN):
         return None
     tiles = replace(RUNG11_TILES, bm=bm_new, bn=bn_new, stages=stages)
