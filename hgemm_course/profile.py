@@ -17,7 +17,12 @@ What a record holds, besides rung, shape, ``variant`` (the launcher settings cha
 - ``stalls``: per reason, warps stalled on it per issued instruction (ncu's ``..._per_issue_active.ratio``).
   ``top_stalls``: the five largest as ``{"reason", "share_pct", "warps_per_issue"}``, where ``share_pct`` is
   the reason's ratio over the sum of every reason except ``selected`` (the warp that issues is not stalled).
-- ``dram_read_bytes``, ``dram_write_bytes``, ``dram_bytes``, ``l2_hit_pct``.
+- ``dram_read_bytes``, ``dram_write_bytes``, ``dram_bytes``, ``l2_hit_pct``, ``dram_peak_pct`` (DRAM's
+  throughput over the launch, % of its peak).
+- ``sm_active_cycles`` (the average SM's cycles with a warp in flight) against ``sm_elapsed_cycles`` (the
+  launch's cycles on its longest-running SM): the share of the GPU that had work. ``l2_read_requests`` and
+  ``l2_read_sectors``: reads the SMs asked of the L2 (TMA's too) and the 32-byte sectors they carried.
+  Profiles recorded before these were measured lack the five.
 - ``smem``: per shared-memory instruction kind the kernel executes (ldsm, ldgsts, lds, sts, stsm, gmma),
   ``{"wavefronts", "bank_conflicts", "instructions"}`` as far as ncu counts them per kind (the ``sass``
   counters: what the instructions' addresses cost); ``all``: every shared-memory wavefront and bank
@@ -71,6 +76,15 @@ SCALAR_METRICS = {
     "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
     "warps_per_sm": "sm__warps_active.avg.per_cycle_active",
     "duration_ns": "gpu__time_duration.sum",
+    # where a short launch's cycles go: how many of the elapsed cycles the average SM had work (idle SMs, tails),
+    # the L2 read requests the SMs made (TMA's included) and the 32-byte sectors they carried (4 a request on
+    # rows aligned to 128 bytes; off the boundaries a line takes two or three requests), and DRAM's share of its
+    # peak over the launch
+    "sm_active_cycles": "sm__cycles_active.avg",
+    "sm_elapsed_cycles": "sm__cycles_elapsed.max",
+    "l2_read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
+    "l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram_peak_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
 }
 STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
                  "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",

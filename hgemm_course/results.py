@@ -188,7 +188,8 @@ _TIMED = {"ms": NUMBER_OR_NULL, "cublas_ms": NUMBER_OR_NULL, "samples_ms": SAMPL
           "vendors_host_us": VENDOR_MS}
 _PROFILE_METRICS = ("registers", "grid", "block", "smem_dynamic", "tensor_pipe_active_pct", "tensor_instructions",
                     "issue_active_pct", "dram_read_bytes", "dram_write_bytes", "dram_bytes", "l2_hit_pct",
-                    "achieved_occupancy_pct", "warps_per_sm", "duration_ns", "sm_clock_mhz", "cycles")
+                    "achieved_occupancy_pct", "warps_per_sm", "duration_ns", "sm_clock_mhz", "cycles",
+                    "sm_active_cycles", "sm_elapsed_cycles", "l2_read_requests", "l2_read_sectors", "dram_peak_pct")
 RECORD_FIELDS = {             # kind (the file name's first word) -> (fields it must have, fields checked if present)
     "bench": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "tflops": NUMBER, "cublas_tflops": NUMBER,
                "pct_cublas": NUMBER}, _TIMED),

@@ -4,7 +4,8 @@
 # Steps (STEPS env): probe (research/vendor_probe.py's candidates at PROBE_SHAPES, recorded), host (the host's cost per call of gemm(out=), cupy.matmul, torch.matmul and the bare kernel,
 # research/vendor_probe.py --host-only), bench (`bench plan` over benchmarks/shapes_small_skinny.txt, recorded),
 # sanitize (compute-sanitizer on the plan's split and 64-row launches, on tails), tests (the GPU tests of stream-K
-# and the API), profiles (ncu on gemm()'s launch and on cuBLASLt's GEMM kernel at each of PROFILE_SHAPES, recorded),
+# and the API), profiles (ncu on gemm()'s launch and on cuBLASLt's GEMM kernel at each of PROFILE_SHAPES, by default
+# small_skinny.profiled_shapes(), recorded),
 # chapter (chapter 13 executed, into $OUT/notebooks). What lands in results/ comes back in $OUT/results.tgz.
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
@@ -32,7 +33,10 @@ if step bench; then
   status=$((status | PIPESTATUS[0]))
 fi
 if step profiles; then
-  for shape in ${PROFILE_SHAPES:-256x256x65536 512x512x16384 1024x1024x32768 96x5000x3000 1536x1536x1536 1000x1000x1000 16x4096x4096 128x8192x28672}; do
+  # default: the newest sweep's shapes under 90% of the faster vendor, then chapter 13's other profiled ones
+  default_shapes=$(python3 -c "from hgemm_course import small_skinny as ss, viz
+print(' '.join('x'.join(map(str, s)) for s in ss.profiled_shapes(viz.vendor_sweep_data())))")
+  for shape in ${PROFILE_SHAPES:-$default_shapes}; do
     for target in plan cublaslt; do
       timeout 120 python3 -m hgemm_course.cli profile $target --shape "$shape" --record 2>&1 | tail -4 | tee -a "$OUT/profiles.txt"
       status=$((status | PIPESTATUS[0]))

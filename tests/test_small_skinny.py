@@ -161,12 +161,65 @@ def test_profile_pairs_set_each_kernels_tiles_and_cycles_side_by_side():
     assert plan["tile"] == (128, 192) and plan["tiles"] == 12 * 8
     assert vendor["tile"] == (96, 192) and vendor["tiles"] == 16 * 8
     assert plan["cycles"] > vendor["cycles"] > 0
-    assert "took 1.18x cuBLASLt's" in ss.format_profile_pairs(rows)
+    assert f"took {plan['cycles'] / vendor['cycles']:.2f}x cuBLASLt's" in ss.format_profile_pairs(rows)
+
+
+def test_profiled_shapes_are_the_trailing_ones_lowest_first_then_the_others():
+    sweep = {"shapes": [(1, 2, 3), (4, 5, 6), (1536, 1536, 1536), (7, 8, 9)], "pct": [95.0, 60.0, 80.0, 89.9]}
+    shapes = ss.profiled_shapes(sweep)
+    assert shapes[:3] == [(4, 5, 6), (1536, 1536, 1536), (7, 8, 9)]
+    assert shapes[3:] == [s for s in ss.PROFILED if s != (1536, 1536, 1536)] and (1, 2, 3) not in shapes
+
+
+def _profile(rung, kernel, cycles, **counters):
+    return {"rung": rung, "M": 96, "N": 5000, "K": 3000, "variant": "default", "kernel": kernel, "cycles": cycles,
+            "sm_clock_mhz": 1800.0, "tensor_pipe_active_pct": 40.0, "dram_read_bytes": 31e6,
+            "stalls": {"barrier": 1.0, "long_scoreboard": 3.0, "selected": 1.0}, **counters}
+
+
+def test_profile_pairs_count_busy_sms_l2_requests_and_dram_and_set_their_ratios(tmp_path):
+    from hgemm_course import results
+
+    ours = _profile("plan", "void k11_persistent<64, 128, 64, 8, 1, 1, 1, 1, 40, 232>(const __half *)", 40000,
+                    sm_active_cycles=24000.0, sm_elapsed_cycles=40000.0, l2_read_requests=8e6,
+                    l2_read_sectors=16e6, dram_peak_pct=30.0)
+    theirs = _profile("cublaslt", "nvjet_sm90_hsh_64x96_64x10_4x1_v_bz_NNT", 20000, sm_active_cycles=18000.0,
+                      sm_elapsed_cycles=20000.0, l2_read_requests=5e6, l2_read_sectors=15e6, dram_peak_pct=55.0)
+    results.write_run([ours], kind="profile", folder=tmp_path)
+    results.write_run([theirs], kind="profile", folder=tmp_path)
+    old = _profile("plan", "k11_persistent<64, 64, 64, 8, 1, 1, 1, 1, 40, 232>", 30000)      # recorded before the
+    old["M"] = 16                                                                           # counters: no ratio
+    results.write_run([old, {**_profile("cublaslt", "nvjet_sm90_hsh_128x16_64x11_4x1_v_bz_NNT", 20000), "M": 16}],
+                      kind="profile", folder=tmp_path)
+    from unittest import mock
+
+    with mock.patch("hgemm_course.profile.profiles_folder", return_value=tmp_path):
+        rows = ss.profile_pairs([(96, 5000, 3000), (16, 5000, 3000)])
+    new, before = rows
+    assert new["plan"]["sm_busy_pct"] == 60.0 and new["cublaslt"]["sm_busy_pct"] == 90.0
+    assert new["plan"]["sectors_per_request"] == 2.0 and new["cublaslt"]["sectors_per_request"] == 3.0
+    assert new["plan"]["tile"] == (64, 128) and new["cublaslt"]["tile"] == (96, 64)
+    ratios = ss.pair_ratios(new)
+    assert ratios["cycles"] == 2.0 and ratios["l2_requests"] == 1.6 and ratios["dram_read"] == 1.0
+    assert abs(ratios["busy_cycles"] - 24000 / 18000) < 1e-12        # busy cycles: cycles x share of SMs busy
+    assert before["plan"]["sm_busy_pct"] is None and ss.pair_ratios(before)["busy_cycles"] is None
+    text = ss.format_profile_pairs(rows)
+    assert ratios["idle_sms"] == 1.5 and ratios["larger"] == "idle_sms"                # 90% of SMs busy against 60%
+    assert abs(ratios["idle_sms"] * ratios["busy_cycles"] - ratios["cycles"]) < 1e-12     # the two factors
+    assert ("took 2.00x cuBLASLt's kernel's SM cycles = 1.50x (SMs at work) x 1.33x (busy SMs' cycles): more of the "
+            "gap is SMs left idle") in text
+    assert "and 1.60x its L2 read requests, 1.00x its DRAM read" in text
+    assert "took 1.50x cuBLASLt's kernel's SM cycles (one profile each); 1.00x its DRAM read" in text
+    assert "More of the gap is SMs left idle at 1 of 2 shapes: 96x5000x3000" in text
+    level = {**new, "plan": {**new["plan"], "cycles": 20300}}          # 1.5% more cycles: no gap to split
+    text = ss.format_profile_pairs([level])
+    assert "within 2% of its cycles, or fewer" in text and "Within 2% of cuBLASLt's cycles, or fewer at 1 of 1" in text
 
 
 def test_cublaslt_tiles_read_from_its_names_account_for_the_grids_it_launched():
     """Every recorded cuBLASLt profile: the tiles of C its name's tile makes, rounded up to its cluster (the name's
-    third AxB), are the CTAs it launched, or a whole multiple of them where it cuts K (split-K)."""
+    third AxB), are the CTAs it launched, or a whole multiple of them where it cuts K (split-K), or it launched one
+    CTA per SM where there are more tiles (a persistent kernel)."""
     import re
 
     from hgemm_course.profile import recorded_profile
@@ -178,11 +231,17 @@ def test_cublaslt_tiles_read_from_its_names_account_for_the_grids_it_launched():
             continue
         rows, cols = ss.kernel_tile(r["kernel"])
         tiles = -(-M // rows) * -(-N // cols)
-        cluster = math.prod(map(int, re.search(r"nvjet_\w+?_\d+x\d+_\d+x\d+_(\d+)x(\d+)_", r["kernel"]).groups()))
+        a, b = map(int, re.search(r"nvjet_\w+?_\d+x\d+_\d+x\d+_(\d+)x(\d+)_", r["kernel"]).groups())
+        # the tiles of each dimension rounded up to the cluster's extent along it (either way round), or all the
+        # tiles rounded up to the cluster's size
+        rounded = {-(-tiles // (a * b)) * a * b} | {-(-(-(-M // rows)) // p) * p * -(-(-(-N // cols)) // q) * q
+                                                    for p, q in ((a, b), (b, a))}
         if "splitK" in r["kernel"]:
-            assert r["grid"] % tiles == 0, (M, N, K, r["kernel"], r["grid"])
+            assert any(r["grid"] % t == 0 for t in rounded | {tiles}), (M, N, K, r["kernel"], r["grid"])
+        elif r["grid"] == ss.SMS:                   # persistent: one CTA per SM, each taking tiles in turn
+            assert tiles > ss.SMS, (M, N, K, r["kernel"], r["grid"])
         else:
-            assert r["grid"] == -(-tiles // cluster) * cluster, (M, N, K, r["kernel"], r["grid"])
+            assert r["grid"] in rounded, (M, N, K, r["kernel"], r["grid"])
         seen += 1
     assert seen >= 5
 
