@@ -455,14 +455,14 @@ def describe(record: dict) -> str:
 
 def format_profiles(records: list[dict]) -> str:
     """A table, one row per recorded profile: tensor pipe, issue slots, top stalls, memory, occupancy, clock."""
-    head = (f"{'rung':<7}{'shape':<16}{'variant':<22}{'tensor%':>8}{'issue%':>8}  {'top stalls (share %)':<46}"
+    head = (f"{'rung':<9}{'shape':<16}{'variant':<22}{'tensor%':>8}{'issue%':>8}  {'top stalls (share %)':<46}"
             f"{'DRAM MB':>9}{'L2 hit%':>8}{'occupancy':>16}{'MHz':>7}  recorded")
     lines = [head]
     for r in records:
         stalls = ", ".join(f"{s['reason']} {s['share_pct']:.0f}" for s in r["top_stalls"][:3])
         occupancy = f"{_num(r['warps_per_sm'], '.1f')} w ({_num(r['achieved_occupancy_pct'], '.1f')}%)"
         shape = f"{r['M']}x{r['N']}x{r['K']}"
-        lines.append(f"{r['rung']:<7}{shape:<16}{r['variant']:<22}{_num(r['tensor_pipe_active_pct'], '.1f'):>8}"
+        lines.append(f"{r['rung']:<9}{shape:<16}{r['variant']:<22}{_num(r['tensor_pipe_active_pct'], '.1f'):>8}"
                      f"{_num(r['issue_active_pct'], '.1f'):>8}  {stalls:<46}{_num(r['dram_bytes'], ',.0f', 1e6):>9}"
                      f"{_num(r['l2_hit_pct'], '.1f'):>8}{occupancy:>16}{_num(r['sm_clock_mhz'], ',.0f'):>7}  "
                      f"{r['file']} {r['date'][:10]}")
