@@ -422,6 +422,7 @@ def _cell(value: float | None, spec: str, width: int) -> str:
 def format_profile_pairs(rows: list[dict]) -> str:
     lines = [f"{'M x N x K':>16} {'':9} {'tile':>8} {'tiles':>5} {'kcycles':>8} {'MHz':>5} {'SMs %':>6} "
              f"{'tensor %':>8} {'L2 Mreq':>7} {'sect/req':>8} {'DRAM MB':>7} {'% peak':>6}  top stall (share %)"]
+    split = []                                        # (the factor that is the larger, or "level"; the shape)
     for r in rows:
         for t, label in (("plan", "gemm()"), ("cublaslt", "cuBLASLt")):
             p = r[t]
@@ -439,12 +440,11 @@ def format_profile_pairs(rows: list[dict]) -> str:
         if x["larger"] is None:
             lines.append(took + f" (one profile each); {x['dram_read']:.2f}x its DRAM read")
             continue
+        split.append((x["larger"] if x["cycles"] > LEVEL else "level", "x".join(map(str, r["shape"]))))
         verdict = LARGER[x["larger"]] if x["cycles"] > LEVEL else f"within {LEVEL - 1:.0%} of its cycles, or fewer"
         lines += [took + f" = {x['idle_sms']:.2f}x (SMs at work) x {x['busy_cycles']:.2f}x (busy SMs' cycles): "
                   f"{verdict}",
                   f"{'':>16} and {x['l2_requests']:.2f}x its L2 read requests, {x['dram_read']:.2f}x its DRAM read"]
-    split = [(x["larger"] if x["cycles"] > LEVEL else "level", "x".join(map(str, r["shape"])))
-             for r in rows for x in (pair_ratios(r),)]
     for factor, text in {**LARGER, "level": f"within {LEVEL - 1:.0%} of cuBLASLt's cycles, or fewer"}.items():
         shapes = [shape for larger, shape in split if larger == factor]
         if shapes:
