@@ -178,10 +178,15 @@ def _check(result, what: str):
 
 
 def _read_bytes(prog, size_fn, get_fn) -> bytes:
+    """What NVRTC writes for ``get_fn`` (a log, the PTX, the cubin), read into memory of our own.
+
+    NVRTC writes into the buffer it is given, so that buffer is a ``bytearray``: a ``bytes`` object may be one
+    the interpreter shares (``b" " * 1`` is the cached ``b" "``, and an empty log is one NUL byte long), and
+    writing into it would change that object for every later use in the process."""
     size = _check(size_fn(prog), "size query")
-    buf = b" " * size
+    buf = bytearray(size)
     _check(get_fn(prog, buf), "read")
-    return buf
+    return bytes(buf)
 
 
 def compile_cuda(

@@ -126,3 +126,31 @@ def test_a_read_only_cache_folder_falls_back_with_one_warning(cubin_cache):
         _fall_back_once(cubin_cache)
     finally:
         cubin_cache.chmod(0o700)
+
+
+# NVRTC writes the log, the PTX and the cubin into buffers the build hands it. A PTX-only build (compute_XX, the
+# code `--as` and GPUs newer than NVRTC run) leaves an empty log: one NUL byte. Were that buffer a `bytes` object,
+# `b" " * 1` would be the interpreter's own shared `b" "`, and every later one-byte space in the process a NUL.
+ONE_CHARACTER_OBJECTS = r"""
+import sys
+from hgemm_course.build import compile_cuda
+source = "__global__ void touch(float* x) { x[threadIdx.x] = 1.f; }"
+ptx_only = compile_cuda(source, arch="compute_90")
+cubin = compile_cuda(source + " // a second build", arch="sm_90a")
+assert not ptx_only.cubin and not ptx_only.log and cubin.cubin, (len(ptx_only.cubin), ptx_only.log)
+expected = {                    # each object as built after the builds, and the code point it must still hold
+    "b' '": (b" ", 32), "bytes([32])": (bytes([32]), 32), "' '.encode()": (" ".encode(), 32),
+    "b'  '[:1]": (b"  "[:1], 32), "b'a'": (b"a", 97), "bytes(1)": (bytes(1), 0), "' '": (chr(32), 32),
+    "'a'": (chr(97), 97),
+}
+wrong = {name: got for name, (got, code) in expected.items() if [c if isinstance(c, int) else ord(c) for c in got] != [code]}
+sys.exit(f"changed by the builds: {wrong}" if wrong else 0)
+"""
+
+
+def test_builds_leave_the_interpreters_one_character_objects_alone():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", ONE_CHARACTER_OBJECTS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
