@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The course's run on the H200, from the repository root, through the device tool:
 #   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
-# Steps (STEPS env, default all): doctor, ceilings, gpu tests, tour (the main job: every rung verified
+# Steps (STEPS env, default all): suite (what a change to the GPU path must pass before it is done: the main job
+# twice, each in a fresh process on a machine that has run it, then the whole `pytest -m gpu tests` in one
+# process with torch, each log kept under results/logs/, dated), doctor, ceilings, gpu tests, tour (the main job: every rung verified
 # and timed at SIZES, with its plot), bench (RUNGS at SIZES), profiles (ncu on every tensor-core rung at
 # PROFILE_SIZE, and rung 06 in row-major order), ablate (research/ablate_mma_feeding.py), limits (chapter
 # 08's experiments), tune (a small `hgemm-course tune` sweep of each rung in TUNE_SWEEPS, one line of arguments
@@ -23,6 +25,19 @@ touch "$OUT/.started"
 use_carried_wheels                        # numpy 2.4 for numba-cuda; nbval and a kernel for the notebooks
 hg() { python3 -m hgemm_course.cli "$@"; }
 
+if step suite; then
+  stamp=$(date -u +%Y%m%dT%H%M)
+  mkdir -p results/logs
+  for run in 1 2; do
+    hg tour 2>&1 | tee "results/logs/suite_tour${run}_h200_$stamp.txt"
+    status=$((status | PIPESTATUS[0]))
+  done
+  # the suite pairs gemm() with cuBLASLt too, so torch must import beside the package
+  python3 -c "import hgemm_course.build, torch; print('torch', torch.__version__)" 2>&1 | tee "results/logs/suite_pytest_gpu_h200_$stamp.txt"
+  status=$((status | PIPESTATUS[0]))
+  python3 -m pytest -m gpu tests -q -p no:cacheprovider -rfEs 2>&1 | tee -a "results/logs/suite_pytest_gpu_h200_$stamp.txt"
+  status=$((status | PIPESTATUS[0]))
+fi
 if step doctor; then
   hg doctor 2>&1 | tee "$OUT/doctor.txt"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee -a "$OUT/doctor.txt"
