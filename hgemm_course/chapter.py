@@ -1,7 +1,11 @@
 """The few calls every chapter notebook makes: run a rung here, or show what the H200 recorded.
 
-On a GPU, what it can run is measured now and labelled with the GPU; for what it cannot run (a feature
-it lacks, see :mod:`hgemm_course.target`), one line says why, and the recorded H200 figures follow.
+On a GPU, what it can run is measured, written as a run file (:func:`hgemm_course.results.write_run`) to
+./hgemm-results/, and printed under "measured on <GPU>, <date>, written to <file>"; when
+``python -m hgemm_course.notebooks`` executes the chapters on the H200 for the site (it sets
+:data:`RECORD_ENV`), the runs go to the course's results/ instead (:func:`hgemm_course.results.run_folder`
+with ``record``, which takes only an H200 run with complete provenance). For what the GPU cannot run (a
+feature it lacks, see :mod:`hgemm_course.target`), one line says why, and the recorded H200 figures follow.
 Without a GPU nothing is measured: the figures shown are read from results/ and labelled with their
 file and date, never presented as if they had just run.
 """
@@ -10,13 +14,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import re
 from pathlib import Path
 
 from . import harness, target, verdict
 from .harness import format_table
 from .ladder import get, registry
-from .results import load_records
+from .paths import results_dir
+from .results import load_records, run_folder, write_report, write_run
 
 
 # Runs from this time on queued their timed launches behind harness.StreamHold; before it, a short kernel's
@@ -48,18 +54,42 @@ def show_recorded(*rungs: str, sizes=None) -> list[dict]:
     return rows
 
 
-def _measured_on(t: target.Target) -> str:
-    """The label of a figure measured now on ``t``: its GPU, or, for another target's code run here with
-    ``--as``, that target's and the GPU that ran it."""
+# Set to 1 by hgemm_course.notebooks (the site's execution on the H200): what a chapter measures is recorded in results/
+RECORD_ENV = "HGEMM_COURSE_RECORD"
+
+
+def measurement_folder() -> Path:
+    """Where a chapter's measurement is written: the course's results/ when :data:`RECORD_ENV` is 1 (an H200 run with
+    complete provenance only, else a RuntimeError that says so), otherwise the learner's ./hgemm-results/."""
+    return run_folder(record=os.environ.get(RECORD_ENV) == "1")
+
+
+def _shown_path(path: Path) -> str:
+    """A written run's path as a cell prints it: ``results/<name>`` in the course's folder, else the path itself."""
+    path = Path(path)
+    try:
+        return f"results/{path.resolve().relative_to(results_dir().resolve()).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+def measured_label(t: target.Target, path: Path) -> str:
+    """The label of a figure measured on ``t`` and written to ``path``: its GPU (or, for another target's code run
+    here with ``--as``, that target's and the GPU that ran it), the run's date and the file."""
     host = getattr(t, "host", None)
-    return f"measured now on {t.gpu}" if host is None else f"measured now: {t.arch}'s code run on the {host.gpu}"
+    where = t.gpu if host is None else f"{t.arch}'s code run on the {host.gpu}"
+    try:
+        date = json.loads(Path(path).read_text())["provenance"]["date"][:10]
+    except (OSError, ValueError, KeyError, TypeError):
+        date = "date unknown"
+    return f"measured on {where}, {date}, written to {_shown_path(path)}"
 
 
 def bench_or_show(rung_ids, sizes) -> list[dict]:
     """On a GPU: time the rungs it runs against the vendor baseline in this process (``harness.bench``, each verified
-    first), printed as measured now on that GPU; for each rung it cannot run, the one line that says why
-    (``harness.refusal_here``), then the recorded H200 figures of those rungs. Without a GPU: the recorded
-    figures of all of them. Returns the rows printed, measured ones first."""
+    first), write the run (:func:`measurement_folder`) and print it under the GPU, date and file; for each rung it
+    cannot run, the one line that says why (``harness.refusal_here``), then the recorded H200 figures of those rungs.
+    Without a GPU: the recorded figures of all of them. Returns the rows printed, measured ones first."""
     here = target.runnable()
     if here is None:
         return show_recorded(*rung_ids, sizes=sizes)
@@ -69,8 +99,10 @@ def bench_or_show(rung_ids, sizes) -> list[dict]:
     rows = []
     if runs:
         skipped: list = []        # stays empty: bench is asked only for what runs here
+        folder = measurement_folder()
         records = harness.bench(runs, sizes, skipped=skipped, progress=False)  # a chapter prints its table, no bar
-        print(f"{_measured_on(here)}:")
+        path = write_run(records, folder=folder)
+        print(f"{measured_label(here, path)}:")
         print(format_table(records))
         rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
         if any(r.get("cycles") for r in rows):
@@ -130,8 +162,8 @@ def run_or_show(rung_ids, shapes, sizes) -> None:
 
 
 def ceilings_or_show() -> dict | None:
-    """The roofs of chapter 00: on a GPU with mma.sync, measured now (``ceilings.measure_ceilings``, 30-60 s)
-    and labelled with the GPU; on one without, the one line that says why, then the newest recorded chain;
+    """The roofs of chapter 00: on a GPU with mma.sync, measured (``ceilings.measure_ceilings``, 30-60 s), written
+    (:func:`measurement_folder`) and labelled with the GPU, date and file; on one without, the one line that says why, then the newest recorded chain;
     without a GPU, the recorded chain. Prints the copy bandwidth and cuBLAS's rate; returns the ceilings
     (None where nothing is measured or recorded)."""
     from . import ceilings as chain
@@ -140,8 +172,9 @@ def ceilings_or_show() -> dict | None:
     here = target.runnable()
     why = None if here is None else here.refusal("measuring the ceiling chain", chain.NEEDS)
     if here is not None and why is None:
+        folder = measurement_folder()
         ceilings = chain.measure_ceilings(progress=False)   # the chapter prints the chain, no bar
-        label = _measured_on(here)
+        label = measured_label(here, write_run([ceilings], kind="ceilings", folder=folder))
     else:
         if why is not None:
             print(f"{why}; the recorded H200 chain is shown instead")
@@ -155,8 +188,8 @@ def ceilings_or_show() -> dict | None:
 
 
 def limits_or_show(n: int = 8192) -> dict | None:
-    """Chapter 08's experiments on rung 07 (``limits.run_all``): run now on a GPU that runs rung 07, written
-    to ./hgemm-results/ and labelled with the GPU; otherwise the one line that says why (on a GPU) and the
+    """Chapter 08's experiments on rung 07 (``limits.run_all``): run on a GPU that runs rung 07, written
+    (:func:`measurement_folder`) and labelled with the GPU, date and file; otherwise the one line that says why (on a GPU) and the
     newest recorded run (:func:`show_limits`). Returns the experiments' data."""
     here = target.runnable()
     why = harness.refusal_here(get("07"))
@@ -166,8 +199,8 @@ def limits_or_show(n: int = 8192) -> dict | None:
         return show_limits()
     from .limits import format_limits, run_all
 
-    path, data = run_all(n=n)
-    print(f"{_measured_on(here)} (written to {path.name}):")
+    path, data = run_all(n=n, folder=measurement_folder())
+    print(f"{measured_label(here, path)}:")
     print(format_limits(data))
     return data
 
@@ -605,24 +638,30 @@ def compare_or_show(rung_a: str, rung_b: str, size: int, *, repeats: int = 30) -
     computed from the measurements (:mod:`hgemm_course.verdict`), printed and returned.
 
     On a GPU that runs both: the two alternated launch by launch (the time verdict, from each pair's ratio),
-    then each alternated with its timing build (the cycles verdict). Otherwise: the cycles verdict from the
+    then each alternated with its timing build (the cycles verdict), the measurements and verdicts written as a
+    ``compare`` report (:func:`measurement_folder`) that the label names. Otherwise: the cycles verdict from the
     recorded runs of both at that size, labelled as recorded."""
     a, b = get(rung_a), get(rung_b)
     if target.runnable() is not None and harness.refusal_here(a) is None and harness.refusal_here(b) is None:
         import cupy
 
+        folder = measurement_folder()
         for rung in (a, b):
             harness.verify(rung, size, size, size).raise_if_failed()
         sets = harness.input_sets(size, size, size, cupy.cuda.Device().attributes["L2CacheSize"])
         paired = harness.time_paired(b.launch, a.launch, sets, warmup=5, repeats=repeats)
         clocked = [harness.time_with_clock(rung.launch, sets) for rung in (a, b)]
-        print(f"{_measured_on(target.runnable())}, rungs {a.id} and {b.id} at {size}^3:")
-        found = [verdict.compare_paired(f"rung {a.id}", f"rung {b.id}",
-                                        [tb / ta for tb, ta in zip(paired.fn_ms, paired.reference_ms)],
+        ratios = [tb / ta for tb, ta in zip(paired.fn_ms, paired.reference_ms)]
+        found = [verdict.compare_paired(f"rung {a.id}", f"rung {b.id}", ratios,
                                         f"time at {size}^3, launches alternated (b / a per pair)")]
-        if all(clocked):
-            found.append(verdict.compare(f"rung {a.id}", [c.cycles for c in clocked[0].launches], f"rung {b.id}",
-                                         [c.cycles for c in clocked[1].launches], f"SM cycles at {size}^3"))
+        cycles = {rung.id: [c.cycles for c in run.launches] for rung, run in zip((a, b), clocked)} if all(clocked) else {}
+        if cycles:
+            found.append(verdict.compare(f"rung {a.id}", cycles[a.id], f"rung {b.id}", cycles[b.id],
+                                         f"SM cycles at {size}^3"))
+        path = write_report({"rungs": [a.id, b.id], "M": size, "N": size, "K": size, "a_ms": list(paired.reference_ms),
+                             "b_ms": list(paired.fn_ms), "cycles": cycles, "verdicts": [str(v) for v in found]},
+                            kind="compare", folder=folder)
+        print(f"{measured_label(target.runnable(), path)}, rungs {a.id} and {b.id} at {size}^3:")
     else:
         rows = {r["rung"]: r for r in load_records() if r["rung"] in (a.id, b.id)
                 and r["M"] == r["N"] == r["K"] == size and str(r.get("date", "")) >= HOLD_SINCE}

@@ -3,11 +3,14 @@
     python3 -m hgemm_course.notebooks --out DIR [chapters/03_*.ipynb ...]
 
 Each executed copy goes to DIR with the same name; a cell that raises stops that
-notebook and the exit status says so.
+notebook and the exit status says so. What a chapter measures is recorded in the course's results/
+(:data:`hgemm_course.chapter.RECORD_ENV`), so that every figure the site publishes as measured has its
+run file; on a machine that cannot record (not an H200, provenance incomplete) such a cell stops.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,6 +20,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from .book import appendices, chapters
+from .chapter import RECORD_ENV
 
 
 def main() -> int:
@@ -28,6 +32,7 @@ def main() -> int:
     root = Path(__file__).resolve().parent.parent
     paths = args.notebooks or chapters(root) + appendices(root)
     args.out.mkdir(parents=True, exist_ok=True)
+    os.environ[RECORD_ENV] = "1"            # the kernels inherit it: measured cells write to results/
     failed = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)

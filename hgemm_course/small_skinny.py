@@ -501,7 +501,8 @@ def format_trailing(rows: list[dict]) -> str:
 def time_or_show(shapes, sweep: dict) -> list[dict]:
     """On a GPU that runs gemm()'s plan (wgmma): verify and time ``gemm(a, b, out=c)`` at ``shapes`` against the
     faster vendor library in this process (``hgemm-course bench plan``'s way: :func:`hgemm_course.measure.checked_rungs`
-    and :func:`hgemm_course.harness.bench`), printed as measured on that GPU. Elsewhere, the one line that says why
+    and :func:`hgemm_course.harness.bench`), written (:func:`hgemm_course.chapter.measurement_folder`) and printed
+    under the GPU, date and file. Elsewhere, the one line that says why
     (on a GPU) and the recorded H200 rows of those shapes from ``sweep``
     (:func:`hgemm_course.viz.vendor_sweep.vendor_sweep_data`). Returns the rows printed."""
     from . import target
@@ -512,11 +513,14 @@ def time_or_show(shapes, sweep: dict) -> list[dict]:
     here = target.runnable()
     why = None if here is None else refusal_here(planned_rung())
     if here is not None and why is None:
+        from .chapter import measured_label, measurement_folder
         from .harness import bench
         from .measure import checked_rungs
+        from .results import write_run
 
+        folder = measurement_folder()
         records = [r.as_dict() for r in bench(checked_rungs(["plan"], shapes), shapes, progress=False)]
-        print(f"measured on {here.gpu} in this process:")
+        print(f"{measured_label(here, write_run(records, folder=folder))}:")
         print(format_table(records))
         return records
     if why is not None:

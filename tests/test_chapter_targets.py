@@ -2,17 +2,21 @@
 is refused in one line and shown from the H200's records, and nothing raises.
 
 The GPU is faked at the driver probe (an RTX 4090, an RTX 5080, a T4, or none), and the harness's ``bench`` and
-``verify`` (and the ceilings and limits runs) are replaced by recorders: no kernel is launched."""
+``verify`` (and the ceilings and limits runs) are replaced by recorders: no kernel is launched. Each test runs in its
+own folder, where a measured cell writes ./hgemm-results/, with the provenance of a run on 2026-12-04."""
+import json
 from pathlib import Path
 
 import pytest
 
 from conftest import FAKE_GPUS
-from hgemm_course import ceilings, chapter, device, harness, limits, target
+from hgemm_course import ceilings, chapter, device, harness, limits, results, target
+from hgemm_course.device import GpuInfo
 from hgemm_course.harness import BenchRecord, VerifyResult
 from hgemm_course.ladder import get, registry
 from hgemm_course.roofline import recorded_ceilings
 
+H200 = GpuInfo("NVIDIA H200", (9, 0), 132, 60 * 2**20, 228 * 1024, 227 * 1024, 65536, 1980000, 141 * 2**30, 2048)
 ARCHES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100", "sm_120"]
 
 
@@ -22,10 +26,22 @@ def _probe(monkeypatch, answer):
     target._target_of.cache_clear()
 
 
+DATE = "2026-12-04T00:47:00+00:00"
+
+
+def _provenance(extra=None):
+    gpu = device.probe_gpu()[0]
+    return {"date": DATE, "gpu": gpu.name if gpu else None, "driver": "580.0", "cuda_runtime": "13.0",
+            "nvrtc": "13.0", "packages": {"cupy": "13.6"}, **(extra or {})}
+
+
 @pytest.fixture
-def calls(monkeypatch):
+def calls(monkeypatch, tmp_path):
     """What the chapter asked the harness (and the ceilings and limits runs) to do, in order."""
     asked = []
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(chapter.RECORD_ENV, raising=False)
+    monkeypatch.setattr(results, "provenance", _provenance)
 
     def verify(rung, M, N, K, **_):
         asked.append(("verify", rung, (M, N, K)))
@@ -40,9 +56,9 @@ def calls(monkeypatch):
         asked.append(("ceilings",))
         return recorded_ceilings()
 
-    def run_all(**_):
+    def run_all(*, folder, **_):
         asked.append(("limits",))
-        return Path("limits_fake.json"), {"fake": True}
+        return results.write_run([{"fake": True}], kind="limits", folder=folder), {"fake": True}
 
     monkeypatch.setattr(harness, "verify", verify)
     monkeypatch.setattr(harness, "bench", bench)
@@ -56,7 +72,7 @@ def calls(monkeypatch):
 @pytest.fixture
 def gpu(monkeypatch, request):
     """This machine with the named GPU in it, as far as the driver probe says."""
-    _probe(monkeypatch, (FAKE_GPUS[request.param], None, "13.0"))
+    _probe(monkeypatch, ({**FAKE_GPUS, "H200": H200}[request.param], None, "13.0"))
     yield request.param
     target._target_of.cache_clear()
 
@@ -76,14 +92,16 @@ def test_a_4090_times_05_and_06_and_shows_07_recorded(gpu, calls, capsys):
     chapter.run_or_show(["05", "06", "07"], SHAPES, [4096])
     out = capsys.readouterr().out
     assert calls == [("verify", "06", SHAPES[0]), ("verify", "06", SHAPES[1]), ("bench", ["05", "06"], [4096])]
-    assert "measured now on NVIDIA GeForce RTX 4090:" in out
+    (path,) = (Path("hgemm-results")).glob("bench_*.json")
+    assert f"measured on NVIDIA GeForce RTX 4090, 2026-12-04, written to {path.resolve()}:" in out
+    assert [(r["rung"], r["M"]) for r in json.loads(path.read_text())["records"]] == [("05", 4096), ("06", 4096)]
     line = harness.refusal_here(get("07"))
     assert line.endswith("; its recorded H200 figures are shown instead") and "this NVIDIA GeForce RTX 4090 is sm_89" in line
     assert out.count(line) == 1
     recorded = out[out.index(line):]
     assert "RECORDED on the NVIDIA H200 (bench_" in recorded
     assert any(row.startswith("07 ") and "4096x4096x4096" in row for row in recorded.splitlines())
-    assert out.index("measured now on") < out.index(line)
+    assert out.index("measured on") < out.index(line)
 
 
 @pytest.mark.parametrize("gpu", ["RTX 5080"], indirect=True)
@@ -91,7 +109,7 @@ def test_a_5080_runs_05_to_07_and_shows_nothing_recorded(gpu, calls, capsys):
     chapter.run_or_show(["05", "06", "07"], SHAPES, [4096])
     out = capsys.readouterr().out
     assert calls == [("verify", "07", SHAPES[0]), ("verify", "07", SHAPES[1]), ("bench", ["05", "06", "07"], [4096])]
-    assert "measured now on NVIDIA GeForce RTX 5080:" in out
+    assert "measured on NVIDIA GeForce RTX 5080, 2026-12-04, written to " in out
     assert "RECORDED" not in out and "shown instead" not in out
 
 
@@ -104,7 +122,7 @@ def test_wgmma_is_refused_in_one_line_and_shown_recorded(gpu, calls, capsys):
     assert line.startswith("rung 09 (wgmma) needs wgmma (sm_90a only: H100/H200); this ")
     assert out.startswith(line + "\nRECORDED on the NVIDIA H200 (")
     assert {row.split()[0] for row in out.splitlines() if row[:2].isdigit()} == {"09"}
-    assert "measured now" not in out
+    assert "measured" not in out and not Path("hgemm-results").exists()
 
 
 @pytest.mark.parametrize("gpu", ["T4"], indirect=True)
@@ -112,7 +130,7 @@ def test_a_t4_times_only_the_numba_rungs(gpu, calls, capsys):
     rows = chapter.bench_or_show(["02", "03"], [4096])
     out = capsys.readouterr().out
     assert calls == [("bench", ["02"], [4096])]
-    assert "measured now on Tesla T4:" in out and harness.refusal_here(get("03")) in out
+    assert "measured on Tesla T4, 2026-12-04, written to " in out and harness.refusal_here(get("03")) in out
     assert [r["rung"] for r in rows if "file" not in r] == ["02"]
     assert {r["rung"] for r in rows if "file" in r} == {"03"}
 
@@ -141,7 +159,9 @@ def test_without_a_gpu_a_rung_the_target_lacks_is_not_compiled(no_gpu, calls, ca
 def test_ceilings_are_measured_on_a_gpu_with_mma_sync(gpu, calls, capsys):
     assert chapter.ceilings_or_show()["cublas_tflops"] > 0
     assert calls == [("ceilings",)]
-    assert capsys.readouterr().out.startswith("measured now on NVIDIA GeForce RTX 4090: copy ")
+    (path,) = Path("hgemm-results").glob("ceilings_*.json")
+    assert capsys.readouterr().out.startswith(f"measured on NVIDIA GeForce RTX 4090, 2026-12-04, written to "
+                                              f"{path.resolve()}: copy ")
 
 
 @pytest.mark.parametrize("gpu", ["T4"], indirect=True)
@@ -160,7 +180,8 @@ def test_chapter_08s_experiments_run_only_where_rung_07_does(gpu, calls, capsys)
     out = capsys.readouterr().out
     if gpu == "RTX 5080":
         assert calls == [("limits",)] and data == {"fake": True}
-        assert out == "measured now on NVIDIA GeForce RTX 5080 (written to limits_fake.json):\nthe limits table\n"
+        (path,) = Path("hgemm-results").glob("limits_*.json")
+        assert out == f"measured on NVIDIA GeForce RTX 5080, 2026-12-04, written to {path.resolve()}:\nthe limits table\n"
     else:
         assert calls == [] and "occupancy_cliff" in data
         assert out.startswith(harness.refusal_here(get("07")) + "\nRECORDED on the NVIDIA H200 (limits_")
@@ -242,3 +263,29 @@ def test_tensor_instructions_reads_the_recorded_profiles(capsys):
     assert rows["cublas"]["wgmma"] == rows["cublas"]["tensor_instructions"] > 0 and rows["cublas"]["ldmatrix"] == 0
     assert rows["07"]["wgmma"] == 0 and rows["07"]["ldmatrix"] > 0
     assert capsys.readouterr().out.startswith("RECORDED on the NVIDIA H200 (profile_")
+
+
+@pytest.fixture
+def recorded_folder(monkeypatch, tmp_path):
+    """The course's results/, moved to a scratch folder, as the site's execution of the chapters writes it."""
+    folder = tmp_path / "results"
+    monkeypatch.setattr(results, "results_dir", lambda: folder)
+    monkeypatch.setattr(chapter, "results_dir", lambda: folder)
+    monkeypatch.setenv(chapter.RECORD_ENV, "1")
+    return folder
+
+
+@pytest.mark.parametrize("gpu", ["H200"], indirect=True)
+def test_the_sites_execution_records_what_a_chapter_measures_in_results(gpu, calls, recorded_folder, capsys):
+    chapter.bench_or_show(["09"], [4096])
+    out = capsys.readouterr().out
+    (path,) = recorded_folder.glob("bench_nvidia-h200_*.json")
+    assert out.startswith(f"measured on NVIDIA H200, 2026-12-04, written to results/{path.name}:\n")
+    assert not Path("hgemm-results").exists()
+
+
+@pytest.mark.parametrize("gpu", ["RTX 4090"], indirect=True)
+def test_the_sites_execution_measures_nothing_it_cannot_record(gpu, calls, recorded_folder):
+    with pytest.raises(RuntimeError, match="takes only an H200 run"):
+        chapter.bench_or_show(["05"], [4096])
+    assert calls == [] and not recorded_folder.exists()
