@@ -148,16 +148,15 @@ def test_a_setsid_grandchild_does_not_survive_the_check(tmp_path):
     assert len(started) == 2 and gone(started)
 
 
-def test_a_function_passed_in_that_starts_a_setsid_process_leaves_none(tmp_path):
-    pids = tmp_path / "pids"
-
+def test_a_function_passed_in_that_starts_a_setsid_process_leaves_none():
     def swizzle_128b(row, chunk):
         if row == chunk == 0:
-            pids.write_text(str(subprocess.Popen(["sleep", "600"], start_new_session=True).pid))
+            print("pid", subprocess.Popen(["sleep", "600"], start_new_session=True).pid, flush=True)
         return chunk ^ (row % 8)
 
-    assert check("ex05", swizzle_128b).passed
-    assert gone([int(pids.read_text())])
+    result = check("ex05", swizzle_128b)
+    assert result.passed, str(result)
+    assert gone([int(result.output.split()[1])])
 
 
 def test_a_host_model_region_that_starts_a_setsid_process_leaves_none(tmp_path):
@@ -205,7 +204,9 @@ def test_a_signal_aimed_at_the_checker_ends_only_the_check(tmp_path):
                                "os.kill(os.getppid(), signal.SIGTERM)\nimport time; time.sleep(5)")
     out = cli("ex05", "--path", str(path))
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "sent SIGTERM to the checker" in out.stdout and "Traceback" not in out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    if "Operation not permitted" not in out.stdout:          # where Landlock scopes signals, none gets out
+        assert "sent SIGTERM to the checker" in out.stdout
     assert not Path(cwd_file.read_text()).exists()
 
 
@@ -213,7 +214,9 @@ def test_killing_the_checkers_supervisor_ends_only_the_check(tmp_path):
     path = in_function(tmp_path, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time; time.sleep(5)")
     start = time.monotonic()
     result = check("ex05", path)
-    assert result.verdict == "FAIL" and "was killed while running swizzle_128b" in result.message
+    assert result.verdict == "FAIL"
+    assert ("was killed while running swizzle_128b" in result.message
+            or "PermissionError: [Errno 1] Operation not permitted" in result.message), result.message
     assert time.monotonic() - start < 5
 
 
@@ -264,7 +267,8 @@ def test_a_planted_run_in_the_results_fails_the_check(tmp_path, monkeypatch):
     path = on_import(tmp_path, f"import os\nos.makedirs({str(planted.parent)!r}, exist_ok=True)\n"
                                f"open({str(planted)!r}, 'w').write('{{\"pct_cublas\": 142.7}}')")
     result = check("ex05", path)
-    assert result.verdict == "FAIL" and f"{planted} (new)" in result.message
+    assert result.verdict == "FAIL"        # where Landlock is, the write itself is refused
+    assert f"{planted} (new)" in result.message or ("Permission denied" in result.message and not planted.exists())
 
 
 # --------------------------------------------------------------- the learner's folder shadows nothing

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import sandbox, watch
+from . import confine, sandbox, watch
 from .feedback import (MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Exercise, Failure, Learner, Returned,
                        ReturnedIterable, describe, format_call, learner_failure, learner_frame)
 from .loader import load_module
@@ -343,6 +343,8 @@ class _Channel:
             self.box.wait([], until - time.monotonic())
         if self.box.signals:
             raise _Ended("signalled", **self.box.signals[0])
+        if self.box.forged:
+            raise _Ended("malformed", got=f"a line in the supervisor's report pipe: {_shown(self.box.forged[0])}")
         if self.box.exit is None:
             raise _Ended("supervisor" if self.box.ended else "closed")
         if self.box.exit.get("code") == PIPE_LOST:
@@ -368,11 +370,17 @@ class _Channel:
 def prepare(draw: bool) -> None:
     """Import every module a checker and its picture use, before any learner code runs: the references
     the verdict is computed from are then the ones installed when the check started (a learner file that
-    rewrites them is caught by :mod:`.watch`, and fails the check)."""
-    from .. import ladder
+    rewrites them is caught by :mod:`.watch`, and fails the check), and their Numba caches are sealed: this
+    process loads no cache file learner code could have written (:func:`hgemm_course.sim.cache.seal`)."""
+    import pkgutil
 
-    for name in ("numpy", "hgemm_course.sim", "hgemm_course.sim.swizzle", "hgemm_course.sim.l2"):
-        importlib.import_module(name)
+    from .. import ladder, sim
+    from ..sim import cache
+
+    importlib.import_module("numpy")
+    for module in pkgutil.iter_modules(sim.__path__):
+        importlib.import_module(f"hgemm_course.sim.{module.name}")
+    cache.seal()
     ladder.registry()
     if draw:
         import io
@@ -413,7 +421,8 @@ def run_in_child(exercise: Exercise, *, source: Path | None = None, func: Callab
     before = watch.snapshot()
     box = None
     try:
-        with tempfile.TemporaryDirectory(prefix="hgemm-course-check-", ignore_cleanup_errors=True) as workdir:
+        with confine.Sealed(), \
+                tempfile.TemporaryDirectory(prefix="hgemm-course-check-", ignore_cleanup_errors=True) as workdir:
             request_r, request_w = os.pipe()
             answer_r, answer_w = os.pipe()
             open_fds = [request_r, request_w, answer_r, answer_w]
@@ -446,12 +455,14 @@ def _start(exercise: Exercise, source: Path | None, func: Callable | None, workd
     limits = sandbox.Limits(cpu_s=math.ceil(timeout) + 10)
     plain = {"exercise": exercise.name, "function": exercise.function, "source": str(source) if source else None,
              "request_fd": fds[0], "answer_fd": fds[1]}
+    writable = watch.own_folders(source)
     if func is not None:
         return sandbox.Box(target=lambda: _forked_main(plain, func), cwd=workdir, limits=limits, keep_fds=fds,
-                           output_cap=OUTPUT_CAP_BYTES, backstop_s=timeout + 30)
+                           output_cap=OUTPUT_CAP_BYTES, backstop_s=timeout + 30, writable=writable)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", PYTHONSAFEPATH="1")
     return sandbox.Box(argv=[sys.executable, "-P", "-m", "hgemm_course.check", json.dumps(plain)], cwd=workdir,
-                       env=env, limits=limits, keep_fds=fds, output_cap=OUTPUT_CAP_BYTES, backstop_s=timeout + 30)
+                       env=env, limits=limits, keep_fds=fds, output_cap=OUTPUT_CAP_BYTES, backstop_s=timeout + 30,
+                       writable=writable)
 
 
 def _verdict(exercise: Exercise, channel: _Channel, source: Path | None, draw_to: Path | None,

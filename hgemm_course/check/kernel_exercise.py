@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..paths import REPO_ROOT
 from ..target import FEATURES, RECORDED, Target
-from . import host_model, sandbox, watch
+from . import confine, host_model, sandbox, watch
 from .feedback import MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Failure, Unchecked
 from .loader import learner_file
 
@@ -521,7 +521,7 @@ def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gp
     writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # so the check itself changes no file
     before = watch.snapshot()
     try:
-        with host_model.time_limit(timeout):
+        with confine.Sealed(), host_model.time_limit(timeout):
             result = _check_kernel(exercise, path, gpu, timeout)
     finally:
         sys.dont_write_bytecode = writes_bytecode
@@ -540,8 +540,9 @@ def _check_kernel(exercise: KernelExercise, path: str | Path | None, gpu: bool |
     try:
         source = learner_file(exercise.file_name, path)
         on, not_run = check_plan(exercise, gpu)
-        compiled = compile_learner(exercise, source, on, timeout)
-        notes = cpu_checks(exercise, compiled)
+        with sandbox.also_writable(watch.own_folders(source)):
+            compiled = compile_learner(exercise, source, on, timeout)
+            notes = cpu_checks(exercise, compiled)
         if not_run is None:
             notes.append(run_on_gpu(exercise, source, timeout=timeout, compiled=compiled))
         else:

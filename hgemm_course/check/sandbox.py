@@ -14,12 +14,17 @@ The supervisor runs no learner code. It
   ends the check with a FAIL that names it;
 - starts the worker in a session of its own, stdin ``/dev/null``, stdout and stderr into the caller's
   pipes, under ``RLIMIT_CPU``, ``RLIMIT_FSIZE``, no core dumps and, where asked, ``RLIMIT_AS``; the worker
-  dies with the supervisor (``PR_SET_PDEATHSIG``);
+  dies with the supervisor (``PR_SET_PDEATHSIG``) and is confined (:mod:`.confine`: no ptrace, writes only
+  below its own folder, no signal out of its Landlock domain, as far as the kernel allows); its caches and
+  temporary files (``TMPDIR``, ``NUMBA_CACHE_DIR``, ...) are in that folder;
 - kills everything when the caller says ``stop``, when its backstop time is up, or when the caller goes
   away (its command pipe closes), then exits.
 
 The caller's side is :class:`Box`: it starts the supervisor, reads its reports and the worker's output
-(capped at ``output_cap`` bytes a stream; the rest is counted, not kept) and stops it. :func:`run` is a whole
+(capped at ``output_cap`` bytes a stream; the rest is counted, not kept; a report that is not one of the
+supervisor's is taken as the supervisor's end) and stops it. A supervisor stopped (SIGSTOP) or killed leaves
+nothing: the caller is a child subreaper while a box is open, so orphans come to it, and it kills every
+process the box started. :func:`run` is a whole
 run of one program: its exit status and capped output, within a time limit.
 
 This file imports only the standard library: the supervisor starts with ``python -I``, which reads no
@@ -27,6 +32,7 @@ environment variable, no user site and nothing from the current folder.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -38,12 +44,21 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+if __package__:
+    from . import confine
+else:                            # the supervisor, run as a script by ``python -I -S``
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import confine
+
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 POLL_S = 0.02                  # how often the supervisor looks at its signals and its worker
 STOP_WAIT_S = 10.0             # how long the caller waits for the supervisor to finish a stop
 FILE_LIMIT_BYTES = 1 << 30     # RLIMIT_FSIZE: no file written larger than 1 GiB
+CACHE_VARIABLES = {"TMPDIR": "tmp", "NUMBA_CACHE_DIR": "numba", "CUPY_CACHE_DIR": "cupy", "CUDA_CACHE_PATH": "cuda",
+                   "MPLCONFIGDIR": "matplotlib", "XDG_CACHE_HOME": "xdg"}
 _SYNCHRONOUS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS,
                 signal.SIGABRT}
 BLOCKED = frozenset(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP} - _SYNCHRONOUS)
@@ -114,6 +129,19 @@ def _worker_setup(config: dict) -> None:
     apply_limits(config["limits"])
     if config.get("cwd"):
         os.chdir(config["cwd"])
+        confine.confine([config["cwd"], *config.get("writable", ())])
+
+
+def _worker_env(config: dict) -> dict:
+    """The worker's environment: the one given (else this one) with the caches and temporary files of the
+    tools it may run (Python, Numba, CuPy, CUDA, matplotlib) in its own folder, where it may write."""
+    env = dict(os.environ if config.get("env") is None else config["env"])
+    if config.get("cwd"):
+        for name, folder in CACHE_VARIABLES.items():
+            path = os.path.join(config["cwd"], ".cache", folder)
+            os.makedirs(path, exist_ok=True)
+            env[name] = path
+    return env
 
 
 def _start_exec(config: dict) -> int:
@@ -123,8 +151,7 @@ def _start_exec(config: dict) -> int:
         try:
             _worker_setup(config)
             argv = config["argv"]
-            env = config.get("env")
-            os.execve(argv[0], argv, os.environ if env is None else env)
+            os.execve(argv[0], argv, _worker_env(config))
         except BaseException as exc:  # the exec failed: say so on the worker's stderr
             os.write(2, f"cannot start {config['argv'][0]}: {exc}\n".encode())
         os._exit(127)
@@ -233,6 +260,39 @@ class _Supervisor:
                 return len(others)
 
 
+def _state(pid: int) -> str | None:
+    """The state letter of ``pid`` (R, S, T, Z, ...), None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
+class _Subreaper:
+    """PR_SET_CHILD_SUBREAPER on this process while any box is open, as it was before after."""
+
+    def __init__(self):
+        self.open, self.before = 0, 0
+
+    def enter(self) -> None:
+        if self.open == 0:
+            value = ctypes.c_int(0)
+            _LIBC.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                        ctypes.c_ulong(0))
+            self.before = value.value
+            _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        self.open += 1
+
+    def leave(self) -> None:
+        self.open = max(0, self.open - 1)
+        if self.open == 0 and not self.before:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
+
+
+_SUBREAPER = _Subreaper()
+
+
 def descendants(root: int) -> list[int]:
     """The pids below ``root`` in the process tree, from /proc."""
     children: dict[int, list[int]] = {}
@@ -265,6 +325,19 @@ def supervise(config: dict, start) -> None:
 
 # ------------------------------------------------------------------------------------------ caller side
 
+_ALSO_WRITABLE: list[str] = []
+
+
+@contextlib.contextmanager
+def also_writable(folders: list[str]):
+    """Inside, every box's worker may write below ``folders`` too (the learner's own folder, for a check)."""
+    _ALSO_WRITABLE[:] = folders
+    try:
+        yield
+    finally:
+        _ALSO_WRITABLE.clear()
+
+
 @dataclass
 class Stream:
     """One output stream of the worker, as the caller keeps it: at most ``cap`` bytes, the rest counted."""
@@ -290,7 +363,9 @@ class Box:
 
     def __init__(self, *, argv: list[str] | None = None, target=None, cwd: str | None = None,
                  env: dict | None = None, limits: Limits, keep_fds: tuple[int, ...] = (), output_cap: int,
-                 merge_output: bool = True, backstop_s: float):
+                 merge_output: bool = True, backstop_s: float, writable: tuple[str, ...] = ()):
+        _SUBREAPER.enter()
+        self._before = set(descendants(os.getpid()))
         status_r, status_w = os.pipe()
         command_r, command_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -302,6 +377,7 @@ class Box:
         self.done = False                      # the supervisor said it has ended everything
         self.gone = False                      # the supervisor's report pipe closed: it has ended, or was killed
         self.backstop = False
+        self.forged: list[str] = []            # report lines that were not the supervisor's
         self.stdout = Stream(output_cap)
         self.stderr = self.stdout if merge_output else Stream(output_cap)
         self._status, self._command, self._buffer = status_r, command_w, b""
@@ -310,7 +386,7 @@ class Box:
             os.set_blocking(fd, False)
         config = {"status_fd": status_w, "command_fd": command_r, "caller_pid": os.getpid(), "stdout_fd": out_w,
                   "stderr_fd": err_w, "keep_fds": list(keep_fds), "limits": limits.__dict__, "cwd": cwd,
-                  "argv": argv, "env": env, "backstop_s": backstop_s}
+                  "argv": argv, "env": env, "backstop_s": backstop_s, "writable": [*writable, *_ALSO_WRITABLE]}
         passed = {status_w, command_r, out_w, err_w, *keep_fds}
         if argv is not None:
             self._process = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(config)], pass_fds=sorted(passed),
@@ -370,7 +446,11 @@ class Box:
         *lines, self._buffer = self._buffer.split(b"\n")
         news = False
         for line in lines:
-            event = json.loads(line)
+            event = _report(line)
+            if event is None:        # not the supervisor's: someone else wrote into the pipe
+                self.forged.append(line[:200].decode(errors="replace"))
+                self.gone = True
+                return True
             self.events.append(event)
             kind = event.pop("event")
             if kind == "started":
@@ -410,14 +490,17 @@ class Box:
             pass
 
     def stop(self) -> None:
-        """Kill the worker and everything it started, and wait for the supervisor to end."""
+        """Kill the worker and everything it started, and wait for the supervisor to end; a supervisor that
+        was stopped or killed is not waited for: what it started is killed from here."""
         if self._command is not None:
             self._say(b"stop\n")
             os.close(self._command)
             self._command = None
         deadline = time.monotonic() + STOP_WAIT_S
-        while self._status is not None and time.monotonic() < deadline:
-            self.wait([], deadline - time.monotonic())
+        while self._status is not None and time.monotonic() < deadline and _state(self._pid) != "T":
+            self.wait([], min(0.1, deadline - time.monotonic()))
+        if not self.done:
+            self._kill_tree()
         if self._process is not None:
             try:
                 self._process.wait(max(0.1, deadline - time.monotonic()))
@@ -426,8 +509,10 @@ class Box:
                 self._process.wait()
         else:
             self._wait_fork(deadline)
-        if not self.done:            # the supervisor was killed: the worker's session is what is left to end
+        if not self.done:            # the supervisor was killed: its orphans came to this process
             self._kill_worker_group()
+            self._kill_tree()
+        _SUBREAPER.leave()
         self.drain(0.05)
         for fd in self._outputs:
             os.close(fd)
@@ -435,6 +520,26 @@ class Box:
         if self._status is not None:
             os.close(self._status)
             self._status = None
+
+    def _kill_tree(self) -> None:
+        """SIGKILL every process below this one that this box started (the supervisor's tree, and its orphans,
+        which come here: the caller is a subreaper while a box is open), and reap those that are its children."""
+        me, deadline = os.getpid(), time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            pids = [p for p in descendants(me) if p != self._pid and p not in self._before]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+            for pid in pids:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
 
     def _wait_fork(self, deadline: float) -> None:
         while True:
@@ -468,6 +573,29 @@ class Box:
     def ended(self) -> bool:
         """Whether the supervisor has ended (its work done, or killed)."""
         return self.done or self.gone
+
+
+_REPORTS = {"started": {"pid": int}, "exit": {"code": int}, "signal": {"signal": str, "sender": int},
+            "backstop": {"seconds": (int, float)}, "done": {"killed": int}}
+
+
+def _report(line: bytes) -> dict | None:
+    """One report of the supervisor, checked against :data:`_REPORTS`; None for anything else."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if type(event) is not dict or event.get("event") not in _REPORTS:
+        return None
+    fields = dict(_REPORTS[event["event"]])
+    if event["event"] == "exit" and "signal" in event:
+        fields = {"signal": str}
+    if set(event) != {"event", *fields} or not all(type(event[k]) in (t if isinstance(t, tuple) else (t,))
+                                                   for k, t in fields.items()):
+        return None
+    if event["event"] == "exit" and "signal" in event and event["signal"] not in signal.Signals.__members__:
+        return None
+    return event
 
 
 def _start_fork(config: dict, target) -> int:
