@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import stat
+import statistics
 import warnings
 from pathlib import Path
 
@@ -312,35 +313,62 @@ README_BEGIN = "<!-- ladder-table:begin (written by `hgemm-course results --read
 README_END = "<!-- ladder-table:end -->"
 
 
+def _runs_spread(values: list[float]) -> tuple[float, float, float]:
+    """The median of a rung's recorded figures at one size and their p10 and p90 (inclusive: within the range)."""
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return statistics.median(values), deciles[0], deciles[-1]
+
+
 def ladder_markdown(records: list[dict] | None = None) -> str:
-    """README's ladder table: per rung, TFLOP/s and % of the vendor baseline (same run) at each recorded square size,
-    the baseline named under it by :func:`hgemm_course.harness.baseline_label`.
+    """README's ladder table: per rung, at each recorded square size, the median over its recorded runs of TFLOP/s
+    and % of the vendor baseline (same run), with the p10-p90 of the % over those runs and their count, so that two
+    rungs whose ranges overlap read as what they are; the baseline named under it by
+    :func:`hgemm_course.harness.baseline_label`.
 
     By default from the recorded H200 runs only: a run on another GPU never enters README. Where runs with
-    paired timing exist, only they make the table.
+    paired timing exist, only they make the table. ``records``: flat records (:func:`load_records`), every run's
+    (``latest_only=False``) or the newest only; a cell takes the runs against the baseline of the newest record there.
     """
     from .harness import baseline_label
     from .ladder import registry
 
-    records = load_records(gpu=RECORDED_GPU) if records is None else records
+    records = load_records(gpu=RECORDED_GPU, latest_only=False) if records is None else records
     # paired timing (each launch beside a cuBLAS launch) once a run has it: older runs shared one cuBLAS median
     paired = [r for r in records if r.get("paired")]
     records = paired or records
     rungs = registry()          # the ladder's rungs: a run of gemm()'s plan alone adds no column
-    by_key = {(r["rung"], r["M"]): r for r in records if r["M"] == r["N"] == r["K"] and r["rung"] in rungs}
-    square = sorted({n for _, n in by_key})
+    runs: dict[tuple, list[dict]] = {}
+    for r in sorted(records, key=lambda r: str(r["date"])):
+        if r["M"] == r["N"] == r["K"] and r["rung"] in rungs:
+            runs.setdefault((r["rung"], r["M"]), []).append(r)
+    newest = {key: rs[-1] for key, rs in runs.items()}
+    square = sorted({n for _, n in runs})
     head = "| rung | idea | " + " | ".join(f"{n}^3" for n in square) + " |"
     rows = [head, "|" + "---|" * (2 + len(square))]
+    shown = []
     for rung in rungs.values():
         cells = []
         for n in square:
-            r = by_key.get((rung.id, n))
-            cells.append(f"{r['tflops']:.1f} TF/s, **{r['pct_cublas']:.1f}%**" if r else "-")
+            if (rung.id, n) not in runs:
+                cells.append("-")
+                continue
+            same = [r for r in runs[rung.id, n] if r.get("vendor") == newest[rung.id, n].get("vendor")]
+            shown += same
+            pct, low, high = _runs_spread([r["pct_cublas"] for r in same])
+            tflops = statistics.median(r["tflops"] for r in same)
+            spread = f"{low:.1f}-{high:.1f}, {len(same)} runs" if len(same) > 1 else "1 run"
+            cells.append(f"{tflops:.1f} TF/s, **{pct:.1f}%** ({spread})")
         rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
-    sources = sorted({(r["file"], r["gpu"], r["date"][:10]) for r in by_key.values()})
+    sources = sorted({(r["file"], r["gpu"], str(r["date"])[:10]) for r in shown})
     notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
-    of = baseline_label(by_key.values(), per_shape=True)
-    return "\n".join(rows) + f"\n\nRecorded runs: {notes}. % is of {of}, " + (
+    of = baseline_label(newest.values(), per_shape=True)
+    return "\n".join(rows) + (
+        "\n\nEach cell: the median over the recorded runs of the rung at that size (every run timed against the "
+        "baseline of the newest, whichever version of the kernel it timed), and in brackets the p10-p90 of its % "
+        "over those runs and their count; where two rungs' ranges overlap, the records do not order them. "
+        f"Recorded runs: {notes}. % is of {of}, ") + (
         "timed launch by launch beside each rung's launches (paired), the ratio of the two medians." if paired
         else "timed in the same process.")
 

@@ -92,3 +92,12 @@ def test_an_unmarked_record_reading_cell_is_found():
                                          nbformat.v4.new_code_cell(f'{MARK}\nshow_recorded("07")'),
                                          nbformat.v4.new_code_cell('bench_or_show(["07"], [4096])\nshow_recorded("07")')])
     assert record_reading_cells_unmarked(nb) == [0]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_checked_cell_shows_nothing_but_what_it_prints(path):
+    """nbval runs a cell without storing it in the kernel's history, where IPython looks for a closing ``;``: a
+    checked cell that ends in a call's value shows it under nbval but not in the committed output."""
+    nb = nbformat.read(path, as_version=4)
+    assert [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and MARK in cell.source
+            and cell.source.rstrip().endswith(";")] == []

@@ -96,3 +96,17 @@ def test_each_picture_is_what_its_command_draws_from_the_records_now(tmp_path):
         except ImageComparisonFailure as exc:     # another size: rungs, sizes or shapes were added since
             difference = str(exc)
         assert difference is None, f"{path} is not what the records draw now: run `{command}` ({difference})"
+
+def test_a_cell_gives_the_median_of_the_recorded_runs_with_their_spread():
+    def rec(rung, pct, date, vendor="cuBLAS (cupy.matmul)"):
+        return {"rung": rung, "M": 8192, "N": 8192, "K": 8192, "tflops": 7.0 * pct, "pct_cublas": pct, "paired": True,
+                "file": f"run_{date}.json", "gpu": "NVIDIA H200", "date": f"2026-12-0{date}T00:00:00", "vendor": vendor}
+
+    runs = [rec("11", pct, d) for pct, d in ((100.1, 1), (103.0, 2), (105.0, 3), (102.5, 4), (101.0, 5))]
+    runs += [rec("12", 104.0, 5), rec("12", 99.0, 4, vendor="cuBLASLt (torch.matmul)")]
+    table = ladder_markdown(runs)
+    row11 = next(line for line in table.splitlines() if line.startswith("| 11 "))
+    row12 = next(line for line in table.splitlines() if line.startswith("| 12 "))
+    assert row11.endswith("| 717.5 TF/s, **102.5%** (100.5-104.2, 5 runs) |")
+    assert row12.endswith("| 728.0 TF/s, **104.0%** (1 run) |")     # only the runs against the newest's baseline
+    assert "where two rungs' ranges overlap, the records do not order them" in table
