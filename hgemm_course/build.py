@@ -10,7 +10,8 @@ is always our message: the compiler's own text, with the file and line. Where th
 GPU present is not the architecture a module was built for (a newer GPU, or
 ``--as sm_89`` on the H200), its PTX is loaded instead and the driver JIT-compiles it.
 
-Two caches: compiled modules in memory, keyed by the source, its options and the
+NVRTC's own cache across processes is off (``-no-cache``), so every build has its ptxas report.
+Two caches of ours: compiled modules in memory, keyed by the source, its options and the
 content of every header it includes; and cubin files in the temporary folder for
 CuPy to load, each named by the sha256 of its bytes and checked against it on load.
 """
@@ -76,6 +77,9 @@ class CompiledModule:
         try:
             return self.resources[mangled]
         except KeyError:
+            if name_expression in self.lowered:
+                raise KeyError(f"ptxas reported nothing for {name_expression!r} of {self.source_name} ({self.arch}): "
+                               f"its log holds {len(self.resources)} kernel reports") from None
             raise KeyError(
                 f"{name_expression!r} is not a kernel of {self.source_name}; it has "
                 + ", ".join(self.lowered or self.resources)
@@ -177,6 +181,17 @@ def _check(result, what: str):
     return result[1] if len(result) == 2 else result[1:]
 
 
+@lru_cache(maxsize=1)
+def _no_cache() -> tuple[str, ...]:
+    """NVRTC 12.9 and newer keep a cache across processes (on a machine with a driver): a compile answered from it
+    runs no ptxas, so ``-Xptxas=-v`` reports nothing and a kernel's registers, shared memory and spills are lost
+    on every run after the first. Every build asks for a compile of its own."""
+    from cuda.bindings import nvrtc
+
+    major, minor = _check(nvrtc.nvrtcVersion(), "version")
+    return ("-no-cache",) if (major, minor) >= (12, 9) else ()
+
+
 def _read_bytes(prog, size_fn, get_fn) -> bytes:
     """What NVRTC writes for ``get_fn`` (a log, the PTX, the cubin), read into memory of our own.
 
@@ -260,7 +275,7 @@ def _nvrtc_compile(text, name, name_expressions, arch, options, include_dirs) ->
         for expr in name_expressions:
             _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"name expression {expr}")
         incs = [str(PTX_SNIPPETS_DIR), str(KERNELS_DIR), *include_dirs, *map(str, cuda_include_dirs())]
-        opts = [f"-arch={arch}", "-std=c++17", "-Xptxas=-v", "-lineinfo", "-default-device",
+        opts = [f"-arch={arch}", "-std=c++17", "-Xptxas=-v", *_no_cache(), "-lineinfo", "-default-device",
                 *(f"-I{d}" for d in dict.fromkeys(incs)), *options]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         log = _read_bytes(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).decode(errors="replace").rstrip("\x00")

@@ -22,6 +22,8 @@ def kernel_row(kernel, t: Target) -> dict:
         res = kernel.compile().resources_of(kernel.name_expression)
     except CompileError as exc:
         return {**row, "error": str(exc).splitlines()[0]}
+    except KeyError as exc:                     # compiled, but ptxas said nothing of it
+        return {**row, "error": exc.args[0]}
     return {**row, "registers": res.registers, "smem_static": res.smem_static, "spill_bytes": res.spills,
             "stack_frame": res.stack_frame}
 

@@ -154,3 +154,33 @@ def test_builds_leave_the_interpreters_one_character_objects_alone():
 
     done = subprocess.run([sys.executable, "-c", ONE_CHARACTER_OBJECTS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+REPORT_OF_A_BUILD = r"""
+from hgemm_course.build import compile_cuda
+module = compile_cuda("__global__ void twice_reported(float* x) { x[threadIdx.x] *= 2.f; }", arch="sm_90a")
+print(sorted(module.resources))
+"""
+
+
+def test_every_build_asks_nvrtc_for_a_compile_of_its_own(monkeypatch):
+    """NVRTC 12.9+ answers a repeated compile from a cache kept across processes, running no ptxas."""
+    from cuda.bindings import nvrtc
+
+    asked = []
+    real = nvrtc.nvrtcCompileProgram
+    monkeypatch.setattr(nvrtc, "nvrtcCompileProgram", lambda prog, n, opts: asked.append(opts) or real(prog, n, opts))
+    compile_cuda("__global__ void asked_once(float* x) { x[0] = 1.f; }", arch="sm_90a")
+    version = nvrtc.nvrtcVersion()[1:]
+    assert (b"-no-cache" in asked[0]) == (tuple(version) >= (12, 9)), (version, asked)
+
+
+@pytest.mark.gpu
+def test_a_build_repeated_in_a_fresh_process_has_its_ptxas_report_again():
+    """On a machine with a driver, NVRTC's cache would hand the second process a cubin with no report."""
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", REPORT_OF_A_BUILD], capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert [r.stdout.strip() for r in runs] == ["['_Z14twice_reportedPf']"] * 2, [r.stdout + r.stderr for r in runs]
