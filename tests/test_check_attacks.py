@@ -437,3 +437,207 @@ def test_the_sandbox_reports_a_signal_and_who_sent_it():
                        stdout_cap=100, stderr_cap=100)
     assert [s["signal"] for s in done.signals] == [signal.Signals.SIGUSR2.name]
     assert os.getpid() not in [s["sender"] for s in done.signals]
+
+
+# ------------------------------------------------------------- the verdict process is out of learner code's reach
+
+CALLER_PID = "int(open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()[1])"   # the supervisor's parent
+
+
+def test_learner_code_cannot_ptrace_or_read_the_verdict_process(tmp_path):
+    """gdb, attached to the checking process by the learner's import, replaced the reference: a wrong answer read PASS."""
+    path = on_import(tmp_path, "import ctypes, os\n"
+                               f"caller = {CALLER_PID}\n"
+                               "libc = ctypes.CDLL(None, use_errno=True)\n"
+                               "print('ptrace', libc.ptrace(16, caller, 0, 0), flush=True)\n"
+                               "for name in ('mem', 'fd/0'):\n"
+                               "    try:\n        open(f'/proc/{caller}/{name}', 'rb').close(); print('opened', name)\n"
+                               "    except OSError as exc:\n        print('refused', name, exc.errno)", WRONG_128B)
+    result = check("ex05", path)
+    assert result.verdict == "FAIL", str(result)
+    assert "ptrace -1" in result.output and "opened" not in result.output, result.output
+
+
+def test_a_line_written_into_the_callers_report_pipe_is_refused(tmp_path):
+    """A line written through /proc/<caller>/fd into the supervisor's report pipe gave KeyError: 'event'."""
+    path = on_import(tmp_path, "import os\n"
+                               f"caller = {CALLER_PID}\n"
+                               "for fd in range(3, 64):\n"
+                               "    try:\n        w = os.open(f'/proc/{caller}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
+                               "    except OSError:\n        continue\n"
+                               "    print('wrote into', fd, flush=True)\n"
+                               "    os.write(w, b'{\"x\": 1}\\n'); os.close(w)", WRONG_128B)
+    result = check("ex05", path)
+    assert result.verdict == "FAIL" and "Traceback" not in result.message, str(result)
+
+
+def test_the_supervisors_reports_are_validated():
+    from hgemm_course.check.sandbox import _report
+
+    assert _report(b'{"event": "exit", "code": 0}') == {"event": "exit", "code": 0}
+    assert _report(b'{"event": "exit", "signal": "SIGSEGV"}') is not None
+    for line in (b'{"x": 1}', b"[]", b"not json", b'{"event": "exit", "signal": "SIGNOPE"}',
+                 b'{"event": "started", "pid": "1"}', b'{"event": "done", "killed": 0, "extra": 1}'):
+        assert _report(line) is None, line
+
+
+def test_a_pickle_planted_in_numbas_cache_of_a_reference_is_not_loaded(tmp_path):
+    """The learner wrote a pickle into the index of the checker's own reference: the caller unpickled it."""
+    import importlib.util
+    import pickle
+
+    import numba
+
+    from hgemm_course.sim import cache
+
+    module_file = tmp_path / "reference.py"
+    module_file.write_text("from hgemm_course.sim.cache import cached_njit\n\n"
+                           "@cached_njit()\ndef twice(x):\n    return 2 * x\n")
+    spec = importlib.util.spec_from_file_location("planted_reference", module_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cache.seal()
+    marker = tmp_path / "payload-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    index = Path(module.twice._cache._cache_file._index_path)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_bytes(pickle.dumps(numba.__version__) + pickle.dumps((module.twice._cache._cache_file._source_stamp,
+                                                                     Payload())))
+    assert module.twice(21) == 42
+    assert not marker.exists()
+
+
+def _site_packages() -> Path:
+    import sysconfig
+
+    return Path(sysconfig.get_path("purelib"))
+
+
+def test_a_pth_file_planted_in_site_packages_fails_the_check(tmp_path):
+    """A right answer planted a .pth file in the venv: every later check ran it, and a plain wrong answer passed."""
+    planted = _site_packages() / "zz_hgemm_course_planted.pth"
+    path = on_import(tmp_path, f"try:\n    open({str(planted)!r}, 'w').write('import os\\n')\n"
+                               "except OSError as exc:\n    print('refused', exc)")
+    try:
+        result = check("ex05", path)
+        assert result.verdict == "FAIL" or ("refused" in result.output and not planted.exists()), str(result)
+        if planted.exists():
+            assert f"{planted} (new)" in result.message
+    finally:
+        planted.unlink(missing_ok=True)
+
+
+def test_a_file_planted_in_numbas_cache_folder_of_the_package_fails_or_is_refused(tmp_path):
+    from hgemm_course.paths import PACKAGE_DIR
+
+    planted = PACKAGE_DIR / "sim" / "__pycache__" / "planted-1.py311.nbi"
+    path = on_import(tmp_path, f"try:\n    open({str(planted)!r}, 'wb').write(b'x')\n"
+                               "except OSError as exc:\n    print('refused', exc)")
+    try:
+        result = check("ex05", path)
+        assert result.verdict == "FAIL" or ("refused" in result.output and not planted.exists()), str(result)
+    finally:
+        planted.unlink(missing_ok=True)
+
+
+def _supervised_cli(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    """A check whose learner code leaves a setsid grandchild and then hangs; the CLI's process and the pids of
+    the supervisor and the grandchild."""
+    pids = tmp_path / "pids"
+    path = on_import(tmp_path, "import os, time\n"
+                               f"open({str(pids)!r}, 'a').write(f'{{os.getppid()}}\\n')\n"
+                               "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                               f"        open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+                               "        time.sleep(600)\n    os._exit(0)\n"
+                               "time.sleep(600)")
+    proc = subprocess.Popen([sys.executable, "-m", "hgemm_course.cli", "check", "ex05", "--path", str(path),
+                             "--timeout", "3"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):
+        time.sleep(0.05)
+    return proc, [int(p) for p in pids.read_text().split()]
+
+
+@pytest.mark.parametrize("how", [signal.SIGSTOP, signal.SIGKILL])
+def test_a_stopped_or_killed_supervisor_leaves_nothing_running(how, tmp_path):
+    """After SIGSTOP or SIGKILL to the supervisor, a setsid grandchild was still running."""
+    proc, (supervisor, grandchild) = _supervised_cli(tmp_path)
+    os.kill(supervisor, how)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in out, out
+    assert gone([grandchild, supervisor])
+
+
+def test_a_results_file_another_process_writes_during_a_check_is_not_blamed(tmp_path, monkeypatch):
+    """A bench writing into ./hgemm-results/ during a check failed a right answer."""
+    from hgemm_course.check import watch
+
+    if not watch.landlock():
+        pytest.skip("no Landlock on this machine: a change to the results during a check cannot be told apart "
+                    "from learner code's, and fails it")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hgemm-results").mkdir()
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); "
+                               "open('hgemm-results/bench.json', 'w').write('{}')"], cwd=tmp_path)
+    path = on_import(tmp_path, "import time; time.sleep(1.5)")
+    result = check("ex05", path)
+    writer.wait()
+    assert result.passed, str(result)
+
+
+def test_draw_into_a_fifo_keeps_the_verdict(tmp_path):
+    """A FIFO in place of --draw's figure lost the verdict: exit 2 with "File or stream is not seekable."."""
+    os.mkfifo(tmp_path / "ex05_swizzle.png")
+    path = on_import(tmp_path, "import os\nos.mkfifo('figure.png')")
+    result = check("ex05", path, draw=True, figure_dir=tmp_path)
+    assert result.passed and result.figure is None, str(result)
+
+
+def test_the_callers_own_work_on_the_answers_stops_at_its_limit():
+    """ex12: the explanation of a bad answer ran in the caller past the timeout."""
+    from hgemm_course.check.child import OverTime, caller_time_limit
+
+    start = time.monotonic()
+    with pytest.raises(OverTime, match="more than 0.3 s"):
+        with caller_time_limit(0.3):
+            while True:
+                pass
+    assert time.monotonic() - start < 2
+
+
+def test_a_parity_expression_with_a_huge_shift_is_not_evaluated(tmp_path):
+    """ex07: `+ (((kt + 1) << 4000000000) & 0)` was evaluated in the caller 5376 times, 500 MB each."""
+    solution = (ROOT / "solutions" / "ex07_mbarrier.cu").read_text()
+    wait = "(kt / STAGES) % 2);"
+    assert wait in solution
+    path = mine(tmp_path, solution.replace(wait, "(kt / STAGES) % 2 + (((kt + 1) << 4000000000) & 0));", 1),
+                "ex07_mbarrier.cu")
+    start = time.monotonic()
+    result = check("ex07", path, gpu=False, timeout=10)
+    assert result.verdict != "PASS" and "Traceback" not in str(result), str(result)
+    assert time.monotonic() - start < 30
+
+
+def test_c_expressions_stay_within_c_integers():
+    from hgemm_course.check.kernel_exercise import Unsupported, evaluate
+
+    assert evaluate("(kt + 1) << 3", {"kt": 1}) == 16
+    for text in ("(kt + 1) << 4000000000", "kt << -1", "kt * * kt", "123456789012345678901234567890"):
+        with pytest.raises(Unsupported):
+            evaluate(text, {"kt": 9})
+
+
+@pytest.mark.skipif(__import__("shutil").which("g++") is None, reason="the host model of the regions needs g++")
+def test_a_stray_printf_in_a_host_model_region_is_a_one_line_fail(tmp_path):
+    """ex10: a printf("\\n") in the producer region gave an IndexError traceback from read_trace."""
+    solution = (ROOT / "solutions" / "ex10_producer.cu").read_text()
+    anchor = "        warpgroup_reg_dealloc<PRODUCER_REGS>();\n        if (tid == 0) {\n"
+    assert anchor in solution
+    path = mine(tmp_path, solution.replace(anchor, anchor + '            printf("\\n");\n', 1), "ex10_producer.cu")
+    result = check("ex10_producer", path, gpu=False)
+    assert result.verdict == "FAIL" and "Traceback" not in str(result), str(result)
+    assert "printed a line the checker cannot read" in result.message, result.message

@@ -28,6 +28,7 @@ from typing import Callable
 from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex05_swizzle_kernel, ex06_supertile
 from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
 from . import ex11_persistent, ex11_tile_loop, ex12_streamk, ex13_small_skinny
+from . import confine
 from .child import TIMEOUT_S, checked_timeout, run_in_child
 from .feedback import CheckResult, Exercise, Failure
 from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise, check_kernel
@@ -141,6 +142,8 @@ def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = Fal
         checked_timeout(timeout, TIMEOUT_S)
         source = learner_file(f"{name}.cu" if name in _KERNEL_REGISTRY else f"{name}.py", path)
         print(f"checking {_shown(source)}", flush=True)
+        if confine.missing():
+            print("protection off on this machine: " + "; ".join(confine.missing()), flush=True)
         result = check(name, source, draw=draw, timeout=timeout)
     except ValueError as exc:
         print(exc)

@@ -32,6 +32,7 @@ A check leaves the course as it found it: the course's files and results are com
 """
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import itertools
@@ -41,9 +42,11 @@ import math
 import numbers
 import os
 import signal
+import stat
 import struct
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -61,6 +64,7 @@ MAX_TEXT = 2000               # characters kept of a text the child sends (a rep
 MAX_ITEMS = 1 << 20           # items the child reads from an iterable the learner returned
 MAX_DEPTH = 32                # nesting the child encodes
 BATCH = 256                   # calls the child runs in one go when the checker has said which come next
+CALLER_SLACK_S = 30          # the checker's own work on the answers, beyond the time limit
 PIPE_LOST = 121               # the child's exit status when its pipes to the parent are gone
 _HEADER = struct.Struct(">I")
 _ARRAY_KINDS = "biuf"         # numpy dtypes an answer may have: bool, ints, floats
@@ -432,7 +436,7 @@ def run_in_child(exercise: Exercise, *, source: Path | None = None, func: Callab
                     open_fds.remove(fd)
                     os.close(fd)
                 channel = _Channel(box, request_w, answer_r, timeout, exercise.function)
-                result = _verdict(exercise, channel, source if func is None else _source_of(func), draw_to, workdir)
+                result = _verdict(exercise, channel, source if func is None else _source_of(func), draw_to)
             finally:
                 if box is not None:
                     box.stop()
@@ -465,39 +469,78 @@ def _start(exercise: Exercise, source: Path | None, func: Callable | None, workd
                        writable=writable)
 
 
-def _verdict(exercise: Exercise, channel: _Channel, source: Path | None, draw_to: Path | None,
-             workdir: str) -> CheckResult:
-    """Run the exercise's checker against the child's answers."""
+def _verdict(exercise: Exercise, channel: _Channel, source: Path | None, draw_to: Path | None) -> CheckResult:
+    """Run the exercise's checker against the child's answers, within the check's time here too: the explanation
+    of a wrong answer reads what the learner's code returned, and must not run on past the time limit."""
     figure = None
     try:
-        channel.start()
-        learner = Learner(exercise.function, channel, source)
-        if draw_to is not None and exercise.draw is not None:
-            figure = _draw(exercise, learner, draw_to, workdir)
-        return CheckResult(exercise.name, True, exercise.verify(learner), None, figure)
+        with caller_time_limit(channel.timeout + CALLER_SLACK_S):
+            channel.start()
+            learner = Learner(exercise.function, channel, source)
+            if draw_to is not None and exercise.draw is not None:
+                figure = _draw(exercise, learner, draw_to)
+            return CheckResult(exercise.name, True, exercise.verify(learner), None, figure)
     except Failure as failure:
         return CheckResult(exercise.name, False, failure.message, failure.first_failure, figure)
     except _Ended as ended:
         return _no_answer(exercise.name, channel, ended)
+    except OverTime as over:
+        return CheckResult(exercise.name, False, str(over), {"input": None, "expected": "a verdict in time",
+                                                             "got": "no verdict"})
 
 
-def _draw(exercise: Exercise, learner: Learner, draw_to: Path, workdir: str) -> Path | None:
-    """Draw in the check's own folder, then write the picture to ``draw_to``, never through a symbolic link."""
-    drawn = Path(workdir) / "figure.png"
+class OverTime(BaseException):
+    """The checker's own work on the learner's answers ran past the check's time."""
+
+
+@contextlib.contextmanager
+def caller_time_limit(seconds: float):
+    """Within the block, :class:`OverTime` once ``seconds`` have passed (in the main thread; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def over(_signum, _frame):
+        raise OverTime(f"Checking your answers took the checker more than {seconds:g} s: what your code returned "
+                       "(its size, its values) makes the checker's own work on it endless. Return what the exercise "
+                       "asks for, of the size it asks.")
+
+    before = signal.signal(signal.SIGALRM, over)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        exercise.draw(learner, drawn)
-    except Failure:
-        return None              # the verdict says what is wrong; there is nothing to draw
-    try:
-        return save_figure(drawn.read_bytes(), draw_to)
-    except OSError:              # a link planted there while the check ran: no picture, the verdict stands
-        return None
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if before is None else before)
+
+
+def _draw(exercise: Exercise, learner: Learner, draw_to: Path) -> Path | None:
+    """Draw in a private folder of this process (not the child's, where learner code could plant a FIFO or a
+    link), then write the picture to ``draw_to``, never through a symbolic link nor into anything but a plain file."""
+    with tempfile.TemporaryDirectory(prefix="hgemm-course-figure-") as folder:
+        drawn = Path(folder) / "figure.png"
+        try:
+            exercise.draw(learner, drawn)
+        except Failure:
+            return None              # the verdict says what is wrong; there is nothing to draw
+        try:
+            return save_figure(drawn.read_bytes(), draw_to)
+        except OSError:              # a link or a FIFO planted there while the check ran: no picture, the verdict stands
+            return None
 
 
 def save_figure(data: bytes, path: Path) -> Path:
     """Write ``data`` to ``path`` as a new or replaced plain file; OSError rather than follow a symbolic link
-    there (O_NOFOLLOW)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    there (O_NOFOLLOW) or write into a FIFO or a device (O_NONBLOCK, then a plain file or nothing)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a plain file")
+        os.set_blocking(fd, True)
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return path

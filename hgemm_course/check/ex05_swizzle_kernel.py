@@ -244,7 +244,7 @@ def structural(compiled: Compiled) -> str:
         return "the host model could not find your five regions; the GPU run decides"
     t = _tiles(compiled)
     try:
-        trace = read_trace(host_model.run(_program(compiled, shown, t), shown))
+        trace = host_model.parsed(read_trace, host_model.run(_program(compiled, shown, t), shown), shown)
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
     layout = check_stores(trace, shown, t)

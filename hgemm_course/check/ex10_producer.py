@@ -242,7 +242,7 @@ def structural(compiled: Compiled) -> str:
     if len(compiled.regions()) != 4:
         return "the host model could not find your four regions; the GPU run decides"
     try:
-        trace = read_trace(host_model.run(_program(compiled, shown), shown))
+        trace = host_model.parsed(read_trace, host_model.run(_program(compiled, shown), shown), shown)
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
     check_setmaxnreg(trace, shown)

@@ -67,6 +67,19 @@ def _limits(seconds: float) -> sandbox.Limits:
     return sandbox.Limits(cpu_s=math.ceil(seconds) + 5, memory_bytes=MEMORY_LIMIT_GIB << 30)
 
 
+def parsed(reader, lines: list[list[str]], shown: str):
+    """``reader(lines)``, the model's output read back; a line it cannot read (the region printed one of its own,
+    an empty one) is a Failure that shows it."""
+    try:
+        return reader(lines)
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError):
+        bad = next((words for words in lines if not words or not words[0].isidentifier()), None)
+        shown_line = " ".join(bad) if bad else "one of them"
+        raise Failure(f"{shown}: the host model of your region printed a line the checker cannot read "
+                      f"({shown_line!r}): does your region print (printf) anything of its own? Remove it.",
+                      {"input": shown, "expected": "the model's trace lines", "got": shown_line}) from None
+
+
 def run(program: str, shown: str) -> list[list[str]]:
     """Compile and run ``program``; its output lines, split into words. A compile error, or no g++,
     is :class:`ModelUnavailable`; a run past its time, :data:`MAX_EVENTS` or :data:`MAX_OUTPUT_BYTES`,

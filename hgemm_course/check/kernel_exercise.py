@@ -515,14 +515,17 @@ def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gp
     check" (exit code 2), not PASS. ``path`` defaults to the learner's copy (see :func:`.loader.learner_file`).
     The compile, every host-model run and the GPU run each take at most ``timeout`` seconds, in processes
     of their own; a change to the course's files or results while they ran is a FAIL (:mod:`.watch`)."""
-    from .child import prepare
+    from .child import OverTime, caller_time_limit, prepare
 
     prepare(draw=False)
     writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # so the check itself changes no file
     before = watch.snapshot()
     try:
-        with confine.Sealed(), host_model.time_limit(timeout):
+        with confine.Sealed(), host_model.time_limit(timeout), caller_time_limit(3 * timeout + 30):
             result = _check_kernel(exercise, path, gpu, timeout)
+    except OverTime as over:
+        return CheckResult(exercise.name, False, str(over), {"input": None, "expected": "a verdict in time",
+                                                             "got": "no verdict"})
     finally:
         sys.dont_write_bytecode = writes_bytecode
     changed = watch.changes(before, watch.snapshot())
@@ -564,11 +567,14 @@ def _check_kernel(exercise: KernelExercise, path: str | Path | None, gpu: bool |
 
 # --------------------------------------------------------------- reading C expressions of a region
 
+C_BITS = 64                  # the widest integer a region's index math may hold
+
+
 class CInt(int):
     """An int with C's ``/`` and ``%`` (truncating toward zero), for evaluating a learner's index math."""
 
     def _wrap(self, value):
-        return CInt(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return CInt(_bounded(value)) if isinstance(value, int) and not isinstance(value, bool) else value
 
     def __truediv__(self, other):
         if int(other) == 0:
@@ -621,6 +627,31 @@ class CInt(int):
 
     __ror__ = __or__
 
+    def __lshift__(self, other):
+        return self._wrap(int(self) << _shift(other))
+
+    def __rshift__(self, other):
+        return self._wrap(int(self) >> _shift(other))
+
+    def __rlshift__(self, other):
+        return CInt(other).__lshift__(self)
+
+    def __rrshift__(self, other):
+        return CInt(other).__rshift__(self)
+
+
+def _shift(count) -> int:
+    """A shift count C defines (0 to 63); Unsupported for any other, which would be undefined in C."""
+    if not 0 <= int(count) < C_BITS:
+        raise Unsupported(f"a shift by {int(count)} is undefined in C (the count must be 0 to {C_BITS - 1})")
+    return int(count)
+
+
+def _bounded(value: int) -> int:
+    if not -(1 << C_BITS) < value < (1 << C_BITS):
+        raise Unsupported(f"a value of {value.bit_length()} bits, wider than C's {C_BITS}-bit integers")
+    return value
+
 
 _TOKEN = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+[uU]?|[A-Za-z_]\w*|&&|\|\||==|!=|<=|>=|<<|>>|[-+*/%()<>!&|^~,])")
 _KEYWORDS = {"&&": " and ", "||": " or ", "!": " not "}
@@ -641,14 +672,14 @@ def c_expression(text: str) -> str:
         token = m.group(1)
         pos = m.end()
         if token[0].isdigit():
-            out.append(f"CInt({int(token.rstrip('uU'), 0)})")
+            out.append(f"CInt({_bounded(int(token.rstrip('uU'), 0))})")
         elif token in _KEYWORDS:
             out.append(_KEYWORDS[token])
         elif token in ("true", "false"):
             out.append("True" if token == "true" else "False")
         else:
             out.append(token)
-    return "".join(out)
+    return " ".join(out)          # spaced: C's "* *" never reads as Python's power
 
 
 def evaluate(expression: str, env: dict) -> int:
