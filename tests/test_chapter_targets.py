@@ -289,3 +289,23 @@ def test_the_sites_execution_measures_nothing_it_cannot_record(gpu, calls, recor
     with pytest.raises(RuntimeError, match="takes only an H200 run"):
         chapter.bench_or_show(["05"], [4096])
     assert calls == [] and not recorded_folder.exists()
+
+
+@pytest.mark.parametrize("gpu", ["RTX 5080"], indirect=True)
+def test_a_comparison_measured_here_is_written_and_named(gpu, calls, monkeypatch, capsys):
+    import sys
+    from types import SimpleNamespace as NS
+
+    monkeypatch.setitem(sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(attributes={"L2CacheSize": 64 << 20}))))
+    monkeypatch.setattr(harness, "input_sets", lambda *a: ["sets"])
+    monkeypatch.setattr(harness, "time_paired", lambda *a, **k: NS(fn_ms=[0.9, 0.91, 0.89, 0.9], reference_ms=[1.0] * 4))
+    monkeypatch.setattr(harness, "time_with_clock",
+                        lambda launch, sets: NS(launches=[NS(cycles=c) for c in (100.0, 101.0, 99.0, 100.0)]))
+    found = chapter.compare_or_show("05", "06", 4096)
+    out = capsys.readouterr().out
+    (path,) = Path("hgemm-results").glob("compare_*.json")
+    assert out.startswith(f"measured on NVIDIA GeForce RTX 5080, 2026-12-04, written to {path.resolve()}, "
+                          "rungs 05 and 06 at 4096^3:\n")
+    report = json.loads(path.read_text())
+    assert report["rungs"] == ["05", "06"] and report["b_ms"] == [0.9, 0.91, 0.89, 0.9]
+    assert report["verdicts"] == [str(v) for v in found] and len(found) == 2
