@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import html
 import re
 import shutil
 import sys
@@ -260,7 +261,7 @@ def landing_page(root: Path, chapter_paths: list[Path]) -> str:
     from .viz import ladder_grid_data
 
     figure = figure_block(LADDER, "The ladder on the H200: each rung's median time against its vendor baseline's "
-                                  f"({ladder_grid_data()['baseline']}), timed in pairs, at every recorded size. Every recorded run, with its provenance, is on the "
+                                  f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded size. Every recorded run, with its provenance, is on the "
                                   "[results page](results.md).")
     return f"""# hgemm-course
 
@@ -446,12 +447,19 @@ The headers the CUDA kernels include, one per instruction family:
 """
 
 
+def escaped(value) -> str:
+    """A field of a record or file as text on a page: HTML's specials as entities (MyST passes raw HTML through,
+    so a ``<script>`` in a record would run), a table's ``|`` and Markdown's backquote escaped, on one line."""
+    text = html.escape(str(value), quote=False)
+    return text.replace("|", "\\|").replace("`", "\\`").replace("\r", " ").replace("\n", " ")
+
+
 def provenance_table(runs: list[tuple[Path, dict]], keys: tuple[str, ...]) -> str:
     """The provenance of recorded runs, one row per run file, with the fields among ``keys`` any run records."""
     keys = [key for key in keys if any(data["provenance"].get(key) for _, data in runs)]
     rows = ["| file | " + " | ".join(key.replace("_", " ") for key in keys) + " |", "|---" * (1 + len(keys)) + "|"]
     for path, data in runs:
-        cells = [str(data["provenance"].get(key) or "-").replace("|", "\\|") for key in keys]
+        cells = [escaped(data["provenance"].get(key) or "-") for key in keys]
         rows.append(f"| `results/{path.name}` | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
@@ -477,7 +485,7 @@ def ladder_section() -> str:
     from .viz import ladder_grid_data
 
     figure = figure_block(LADDER, "Each rung's median time against its vendor baseline's "
-                                  f"({ladder_grid_data()['baseline']}), timed in pairs, at every recorded square size.")
+                                  f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded square size.")
     return f"""## The ladder on the {RECORDED_GPU}
 
 The newest recorded figure of each rung and size, as README's table shows it (`hgemm-course results --readme`
@@ -508,10 +516,10 @@ def sweep_section() -> str:
                  f"`{launch_text(plan(*shape, units=UNITS))}`", planned] + ([percent(latest["pct"][i])] if latest else [])
         rows.append("| " + " | ".join(cells) + " |")
     summary = (f"Over the non-square shapes, gemm() read a geometric mean of {percent(data['geomean_planned'])} of "
-               f"{data['baseline']}, lowest {percent(data['min_planned'])}, in `results/{data['file']}`")
+               f"{escaped(data['baseline'])}, lowest {percent(data['min_planned'])}, in `results/{data['file']}`")
     if latest:
         summary += (f"; in the latest run of `hgemm-course bench plan` over the sweep, `results/{latest['file']}`, "
-                    f"{percent(latest['geomean'])}, lowest {percent(latest['min'])}, of {latest['baseline']}")
+                    f"{percent(latest['geomean'])}, lowest {percent(latest['min'])}, of {escaped(latest['baseline'])}")
     figure = figure_block(SHAPE_SWEEP, "Rungs 11 and 12 per shape, the plan's choice outlined, stars for gemm() in "
                                        "the latest run.")
     return f"""## Beyond the squares: the plan per shape
@@ -609,7 +617,7 @@ def model_section() -> str:
             table = l2_table(records)
         note = data["provenance"].get("note")
         blocks.append(f"### {title}\n\n{provenance_table([(path, data)], MODEL_PROVENANCE)}\n"
-                      + (f"{note}\n\n" if note else "") + fenced(table))
+                      + (f"{escaped(note)}\n\n" if note else "") + fenced(table))
     return """## The models against the hardware
 
 The shared-memory bank and L2 simulators against Nsight Compute's counters on the H200, configuration by

@@ -19,6 +19,7 @@ from .measure import DEFAULT_BENCH_SIZES, SIM_MAX_MACS, SIM_MAX_OUTPUTS, SIM_SHA
 from .shapes import parse_shapes, parse_size, shapes_text
 
 OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)   # writes to a full or failing disk
+NAME_ERRORS = (errno.ENAMETOOLONG, errno.ELOOP)   # a name no file can have: the command says so in one line
 
 
 def _parse_pair(text: str) -> tuple[int, int]:
@@ -408,7 +409,12 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     figures = None
     if argv[:1] == ["viz"]:                  # only viz needs the figure registry, which imports Numba
-        from .viz import FIGURES as figures
+        try:
+            from .viz import FIGURES as figures
+        except (ValueError, ImportError) as exc:   # MPLBACKEND names no backend matplotlib has
+            print(f"hgemm-course viz: matplotlib cannot start ({exc}); unset MPLBACKEND or name a backend it has "
+                  "(Agg draws into files).", file=sys.stderr)
+            return 2
     args = build_parser(figures).parse_args(argv)
     warnings.formatwarning = lambda message, category, *_, **__: f"warning: {message}\n"   # one line each
     try:
@@ -430,6 +436,12 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return 0
     except OSError as exc:
+        if exc.errno in NAME_ERRORS and exc.filename is not None and not os.environ.get("HGEMM_COURSE_TRACEBACK"):
+            name = str(exc.filename)
+            shown = name if len(name) <= 80 else f"{name[:60]}... ({len(name)} characters)"
+            print(f"hgemm-course {args.command}: cannot use {shown}: {exc.strerror}; give another name.",
+                  file=sys.stderr)
+            return 2
         if exc.errno not in OUTPUT_ERRORS or exc.filename is not None or os.environ.get("HGEMM_COURSE_TRACEBACK"):
             raise                    # not a write that failed, or one to a file the command named
         _drop_stdout()

@@ -22,15 +22,25 @@ def parse_size(text: str) -> tuple[int, int, int]:
     return tuple(dims)
 
 
+def _is(path: Path, question: str) -> bool:
+    """``path.is_file()`` or ``path.exists()``, False for a name no file can have (too long, a loop of links)."""
+    try:
+        return getattr(path, question)()
+    except OSError:
+        return False
+
+
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     """argparse type for --shapes: a size (``n`` or ``MxNxK``) or a file of them, one per line, where
     ``#`` starts a comment."""
     path = Path(text)
-    if not path.is_file():                       # a FIFO or a device is not read: it could block or never end
+    if not _is(path, "is_file"):                 # a FIFO or a device is not read: it could block or never end
         try:
             return [parse_size(text)]
         except argparse.ArgumentTypeError:
-            why = "not a file of shapes" if path.exists() else "no such file"
+            why = "not a file of shapes" if _is(path, "exists") else "no such file"
+            if len(text) > 80:
+                text = f"{text[:60]}... ({len(text)} characters)"
             raise argparse.ArgumentTypeError(f"{text!r}: {why}, nor a size; give a file of shapes (one n or MxNxK "
                                              "per line) or a size, e.g. 4096 or 4096x2048x8192") from None
     try:

@@ -411,3 +411,38 @@ def test_screenshots_of_the_landing_page_and_a_chapter(browser, server, crawl):
         page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=False)
         assert (ARTEFACTS / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page.close()
+
+
+# ------------------------------------------------------------------ fields from records are text, never markup
+
+SCRIPT = "<script>window.ranFromRecord = 1</script>"
+
+
+def _planted_table() -> str:
+    data = {"provenance": {"gpu": SCRIPT, "date": "2026-12-01", "driver_release": "<img src=x onerror=alert(1)>",
+                           "python": "a | b `c`"}}
+    return book.provenance_table([(Path("bench_planted.json"), data)], book.BENCH_PROVENANCE)
+
+
+def _as_myst_html(markdown: str) -> str:
+    """What MyST's parser (markdown-it, raw HTML passed through) makes of the page text."""
+    markdown_it = pytest.importorskip("markdown_it", reason="MyST's parser comes with the book extra")
+    return markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+
+
+def test_a_script_in_a_records_provenance_reaches_the_page_as_text():
+    table = _planted_table()
+    assert "<script" not in table and "<img" not in table and "&lt;script&gt;" in table
+    rendered = _as_myst_html(table)
+    assert "<script" not in rendered and "<img" not in rendered
+    assert rendered.count("<td>") == 1 + 4 and "a \\| b" not in rendered   # the | stays in its cell
+
+
+def test_a_script_in_a_record_does_not_run_in_a_browser(browser):
+    page = browser.new_page()
+    try:
+        page.set_content("<html><body>" + _as_myst_html(_planted_table()) + "</body></html>")
+        assert page.evaluate("window.ranFromRecord") is None
+        assert SCRIPT in page.inner_text("body")
+    finally:
+        page.close()

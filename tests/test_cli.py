@@ -274,3 +274,35 @@ def test_the_no_gpu_hint_is_a_command_that_runs_as_typed(monkeypatch):
     shape = shapes_text([SIM_SHAPE])
     verdicts = [line.partition("  ")[0] for line in out.stdout.splitlines()]   # "rung 01 48x40x72: ok  rel. error ..."
     assert verdicts == [f"rung 01 {shape}: ok", f"rung 02 {shape}: ok"]
+
+
+LONG_NAME = "x" * 300
+
+
+@pytest.mark.parametrize("argv", [["check", "ex05", "--path", LONG_NAME], ["results", "--dir", LONG_NAME],
+                                  ["profiles", "--dir", LONG_NAME], ["book", "--out", LONG_NAME],
+                                  ["plan", LONG_NAME], ["bench", "--shapes", LONG_NAME]])
+def test_a_name_too_long_for_any_file_is_refused_in_one_line(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exc:               # argparse's refusal of a value: its usage, then one line
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "(300 characters)" in err or "(305 characters)" in err or f"({len(str(tmp_path)) + 301} characters)" in err
+
+
+def test_numba_disable_jit_runs_plan_and_check():
+    env = {"NUMBA_DISABLE_JIT": "1"}
+    plan = run_cli("plan", "1024", env_extra=env)
+    assert plan.returncode == 0 and "Traceback" not in plan.stderr, plan.stderr
+    checked = run_cli("check", "ex05", "--path", "solutions/ex05_swizzle.py", env_extra=env,
+                      cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert checked.returncode == 0 and "Traceback" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
+
+
+def test_a_bogus_matplotlib_backend_is_refused_in_one_line():
+    out = run_cli("viz", "roofline", env_extra={"MPLBACKEND": "bogus"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and "MPLBACKEND" in out.stderr
