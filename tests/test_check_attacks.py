@@ -641,3 +641,10 @@ def test_a_stray_printf_in_a_host_model_region_is_a_one_line_fail(tmp_path):
     result = check("ex10_producer", path, gpu=False)
     assert result.verdict == "FAIL" and "Traceback" not in str(result), str(result)
     assert "printed a line the checker cannot read" in result.message, result.message
+
+
+def test_an_int_too_long_to_print_is_a_fail_not_the_checkers_traceback(tmp_path):
+    path = mine(tmp_path, "def swizzle_128b(row, chunk):\n    return 10 ** 5000\n")
+    out = cli("ex05", "--path", str(path))
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr, out.stdout + out.stderr
+    assert "too long to read" in out.stdout

@@ -62,6 +62,7 @@ WHERE_WAIT_S = 1.0            # how long a timed-out child gets to say where it 
 MAX_FRAME_BYTES = 16 << 20    # the largest message the child may send: one answer
 MAX_TEXT = 2000               # characters kept of a text the child sends (a repr, an exception's message)
 MAX_ITEMS = 1 << 20           # items the child reads from an iterable the learner returned
+MAX_INT_BITS = 4096           # the widest int an answer may hold: wider ones are described, not sent
 MAX_DEPTH = 32                # nesting the child encodes
 BATCH = 256                   # calls the child runs in one go when the checker has said which come next
 CALLER_SLACK_S = 30          # the checker's own work on the answers, beyond the time limit
@@ -78,6 +79,8 @@ def encode(value, depth: int = 0):
     dtypes), numpy scalars as Python numbers, and anything else as ``{"opaque": TYPE, "repr": TEXT}``, with
     ``"items"`` when it can be iterated (a generator, a set, a range)."""
     kind = type(value)
+    if kind is int and value.bit_length() > MAX_INT_BITS:
+        return {"opaque": "int", "repr": f"(an int of {value.bit_length()} bits, too long to read)"}
     if kind is int or kind is str or kind is bool or kind is float or value is None:
         return value
     if depth > MAX_DEPTH:
@@ -93,7 +96,7 @@ def encode(value, depth: int = 0):
     if type(value).__name__ == "bool_" or isinstance(value, bool):
         return bool(value)
     if isinstance(value, numbers.Integral):
-        return int(value)
+        return encode(int(value), depth)
     if isinstance(value, numbers.Real):
         return float(value)
     dtype = getattr(value, "dtype", None)
