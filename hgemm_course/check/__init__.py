@@ -10,8 +10,10 @@ that only produces C; where no GPU here runs the rung, the verdict is "could not
 ``exercises/`` and ``solutions/`` are generated from one source per exercise by :mod:`.generate`.
 
 The verdict is decided in the caller's process, where no learner code runs, from plain data the
-children send back; every process a check starts ends with it (:mod:`.sandbox`), and a change to the
-course's files or results during a check fails it (:mod:`.watch`).
+children send back; every process a check starts ends with it (:mod:`.sandbox`), runs confined (no ptrace,
+writes only below its own folders, :mod:`.confine`; ``hgemm-course check`` says in one line which protection
+this kernel lacks), and a change to the course's files, site-packages or results during a check fails it
+(:mod:`.watch`). The caller loads no Numba cache file that learner code could have written.
 
 Every checker compares the learner's function with the course's reference over the whole
 valid domain (exhaustively, or on many random cases where the domain is large), stops at
