@@ -3,7 +3,7 @@
 #   run(command="bash scripts/h200.sh", carry=[".whl"])       (fetch .whl first: scripts/fetch_h200_wheels.sh)
 # Steps (STEPS env, default all): suite (what a change to the GPU path must pass before it is done: the main job
 # twice, each in a fresh process on a machine that has run it, then the whole `pytest -m gpu tests` in one
-# process with torch, each log kept under results/logs/, dated), doctor, ceilings, gpu tests, tour (the main job: every rung verified
+# process with torch, each log kept under results/logs/, dated; the tours time SUITE_SIZES, default SIZES), doctor, ceilings, gpu tests, tour (the main job: every rung verified
 # and timed at SIZES, with its plot), bench (RUNGS at SIZES), profiles (ncu on every tensor-core rung at
 # PROFILE_SIZE, and rung 06 in row-major order), ablate (research/ablate_mma_feeding.py), limits (chapter
 # 08's experiments), tune (a small `hgemm-course tune` sweep of each rung in TUNE_SWEEPS, one line of arguments
@@ -29,7 +29,8 @@ if step suite; then
   stamp=$(date -u +%Y%m%dT%H%M)
   mkdir -p results/logs
   for run in 1 2; do
-    hg tour 2>&1 | tee "results/logs/suite_tour${run}_h200_$stamp.txt"
+    # shellcheck disable=SC2086
+    hg tour --sizes ${SUITE_SIZES:-$SIZES} 2>&1 | tee "results/logs/suite_tour${run}_h200_$stamp.txt"
     status=$((status | PIPESTATUS[0]))
   done
   # the suite pairs gemm() with cuBLASLt too, so torch must import beside the package
