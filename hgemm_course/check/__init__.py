@@ -23,6 +23,7 @@ question is optional everywhere: checked once written, and a pass says which par
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -144,8 +145,8 @@ def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = Fal
         checked_timeout(timeout, TIMEOUT_S)
         source = learner_file(f"{name}.cu" if name in _KERNEL_REGISTRY else f"{name}.py", path)
         print(f"checking {_shown(source)}", flush=True)
-        if confine.missing():
-            print("protection off on this machine: " + "; ".join(confine.missing()), flush=True)
+        if confine.missing():        # on stderr: the verdict's lines stay as they are
+            print("note: protection off on this machine: " + "; ".join(confine.missing()), file=sys.stderr, flush=True)
         result = check(name, source, draw=draw, timeout=timeout)
     except ValueError as exc:
         print(exc)
