@@ -460,13 +460,15 @@ def test_learner_code_cannot_ptrace_or_read_the_verdict_process(tmp_path):
 
 def test_a_line_written_into_the_callers_report_pipe_is_refused(tmp_path):
     """A line written through /proc/<caller>/fd into the supervisor's report pipe gave KeyError: 'event'."""
-    path = on_import(tmp_path, "import os\n"
+    path = on_import(tmp_path, "import os, stat\n"
                                f"caller = {CALLER_PID}\n"
                                "for fd in range(3, 64):\n"
                                "    try:\n        w = os.open(f'/proc/{caller}/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
                                "    except OSError:\n        continue\n"
-                               "    print('wrote into', fd, flush=True)\n"
-                               "    os.write(w, b'{\"x\": 1}\\n'); os.close(w)", WRONG_128B)
+                               "    if stat.S_ISFIFO(os.fstat(w).st_mode):   # a pipe only: never a file of the caller\n"
+                               "        print('wrote into', fd, flush=True)\n"
+                               "        os.write(w, b'{\"x\": 1}\\n')\n"
+                               "    os.close(w)", WRONG_128B)
     result = check("ex05", path)
     assert result.verdict == "FAIL" and "Traceback" not in result.message, str(result)
 

@@ -3,7 +3,8 @@ checker's own processes give up so that learner code, the same user, cannot reac
 
 - :func:`seal_self`: ``PR_SET_DUMPABLE 0`` in the caller (the process that decides the verdict) for the length of
   a check: no ptrace (gdb), no ``/proc/<pid>/mem``, no ``/proc/<pid>/fd/N`` of it from another process;
-- :func:`confine`, in a worker before it runs anything: ``no_new_privs``; a seccomp filter that fails
+- :func:`confine`, in a worker before it runs anything: ``no_new_privs``; no capabilities (for a check run as
+  root); a seccomp filter that fails
   ``ptrace``, ``process_vm_readv``/``writev`` and ``pidfd_getfd`` with EPERM; and a Landlock ruleset under
   which the worker and everything it starts writes only below the folders it is given (its work folder, its
   private temporary folder, ``/dev``), and, where the kernel has Landlock's scopes, signals no process outside.
@@ -30,6 +31,8 @@ _ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _DENIED = {"ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
            "pidfd_getfd": (438, 438)}
 _X32_BIT = 0x40000000
+_CAPSET = {"x86_64": 126, "aarch64": 91}
+_CAPABILITY_VERSION_3 = 0x20080522
 
 # Landlock (the same syscall numbers on every architecture).
 _LANDLOCK_CREATE, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT = 444, 445, 446
@@ -143,9 +146,19 @@ def _install_landlock(writable: list[str]) -> bool:
         os.close(ruleset)
 
 
+def _drop_capabilities() -> bool:
+    """No capability left (a check run as root: CAP_SYS_PTRACE would reach a process that is not dumpable)."""
+    if os.geteuid() != 0 or platform.machine() not in _CAPSET:
+        return True
+    header = ctypes.create_string_buffer(struct.pack("Ii", _CAPABILITY_VERSION_3, 0), 8)
+    data = ctypes.create_string_buffer(bytes(24), 24)                 # effective, permitted, inheritable: none
+    return _LIBC.syscall(_CAPSET[platform.machine()], header, data) == 0
+
+
 def confine(writable: list[str]) -> dict[str, bool]:
-    """In the calling process (a worker, before its own code): no_new_privs, the seccomp filter and the
-    Landlock ruleset that lets it write only below ``writable``; which of them took."""
+    """In the calling process (a worker, before its own code): the Landlock ruleset that lets it write only below
+    ``writable``, no capabilities, no_new_privs and the seccomp filter; which of them took."""
     nnp = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
-    return {"no_new_privs": nnp, "seccomp": nnp and _install_seccomp(),
-            "landlock": nnp and _install_landlock([*writable, "/dev"])}
+    landlock = nnp and _install_landlock([*writable, "/dev"])
+    return {"no_new_privs": nnp, "landlock": landlock, "capabilities": _drop_capabilities(),
+            "seccomp": nnp and _install_seccomp()}

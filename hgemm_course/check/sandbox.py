@@ -389,7 +389,7 @@ class Box:
                   "argv": argv, "env": env, "backstop_s": backstop_s, "writable": [*writable, *_ALSO_WRITABLE]}
         passed = {status_w, command_r, out_w, err_w, *keep_fds}
         if argv is not None:
-            self._process = subprocess.Popen([sys.executable, "-I", "-S", __file__, json.dumps(config)], pass_fds=sorted(passed),
+            self._process = subprocess.Popen([sys.executable, "-I", "-S", "-B", __file__, json.dumps(config)], pass_fds=sorted(passed),
                                              stdin=subprocess.DEVNULL, start_new_session=True)
             self._pid = self._process.pid
         else:
