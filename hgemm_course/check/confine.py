@@ -57,13 +57,23 @@ def landlock_abi() -> int:
     return max(0, int(version))
 
 
+def gpu_present() -> bool:
+    """Whether the NVIDIA driver's devices are here. On the H200, CUDA's first allocation under the Landlock
+    ruleset fails (cudaErrorOperatingSystem) while no_new_privs, seccomp and no capabilities leave it working, so
+    a worker on a machine with a GPU runs without Landlock."""
+    return os.path.exists("/dev/nvidiactl")
+
+
 def missing() -> list[str]:
     """The protections this machine lacks, named as a learner would read them."""
     out = []
     if platform.machine() not in _ARCH:
         out.append(f"seccomp (no syscall table for {platform.machine()}: ptrace is not refused)")
     abi = landlock_abi()
-    if abi == 0:
+    if gpu_present():
+        out.append("Landlock (off where there is an NVIDIA GPU, since CUDA does not start under it: learner code "
+                   "may write outside its folder; the check's watch still catches it)")
+    elif abi == 0:
         out.append("Landlock (learner code may write outside its folder; the check's watch still catches it)")
     elif abi < 6:
         out.append(f"Landlock scopes (ABI {abi} < 6: learner code may signal the checker, which then fails it)")
@@ -159,6 +169,6 @@ def confine(writable: list[str]) -> dict[str, bool]:
     """In the calling process (a worker, before its own code): the Landlock ruleset that lets it write only below
     ``writable``, no capabilities, no_new_privs and the seccomp filter; which of them took."""
     nnp = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
-    landlock = nnp and _install_landlock([*writable, "/dev"])
+    landlock = nnp and not gpu_present() and _install_landlock([*writable, "/dev"])
     return {"no_new_privs": nnp, "landlock": landlock, "capabilities": _drop_capabilities(),
             "seccomp": nnp and _install_seccomp()}
