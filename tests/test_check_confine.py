@@ -71,3 +71,15 @@ def test_the_caller_is_not_dumpable_during_a_check_and_is_again_after():
     with confine.Sealed():
         assert libc.prctl(confine.PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
     assert libc.prctl(confine.PR_GET_DUMPABLE, 0, 0, 0, 0) == before
+
+
+def test_where_landlock_is_off_the_results_are_watched(monkeypatch):
+    from hgemm_course.check import watch
+    from hgemm_course.paths import results_dir
+
+    monkeypatch.setattr(confine, "gpu_present", lambda: True)      # a GPU turns Landlock off for the worker
+    watch.landlock.cache_clear()
+    try:
+        assert not watch.landlock() and results_dir().resolve() in watch.roots()
+    finally:
+        watch.landlock.cache_clear()
