@@ -488,9 +488,9 @@ def ladder_section() -> str:
                                   f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded square size.")
     return f"""## The ladder on the {RECORDED_GPU}
 
-The newest recorded figure of each rung and size, as README's table shows it (`hgemm-course results --readme`
-writes both from the same records): TFLOP/s, and the percentage of the vendor baseline timed in the same process,
-which the line under the table names.
+README's table, written from the same records (`hgemm-course results --readme`): for each rung and size, the
+median over its recorded runs of TFLOP/s and of the percentage of the vendor baseline timed in the same process
+(which the line under the table names), with that percentage's p10-p90 and the number of runs.
 
 {figure}
 {ladder_markdown()}
