@@ -28,6 +28,7 @@ from pathlib import Path
 
 from . import target
 from .paths import KERNELS_DIR, PTX_SNIPPETS_DIR, write_atomic
+from .toolchain import nvrtc_version
 
 
 class CompileError(RuntimeError):
@@ -186,18 +187,16 @@ def _no_cache() -> tuple[str, ...]:
     """NVRTC 12.9 and newer keep a cache across processes (on a machine with a driver): a compile answered from it
     runs no ptxas, so ``-Xptxas=-v`` reports nothing and a kernel's registers, shared memory and spills are lost
     on every run after the first. Every build asks for a compile of its own."""
-    from cuda.bindings import nvrtc
-
-    major, minor = _check(nvrtc.nvrtcVersion(), "version")
-    return ("-no-cache",) if (major, minor) >= (12, 9) else ()
+    version = nvrtc_version()
+    return ("-no-cache",) if version is not None and version >= (12, 9) else ()
 
 
 def _read_bytes(prog, size_fn, get_fn) -> bytes:
     """What NVRTC writes for ``get_fn`` (a log, the PTX, the cubin), read into memory of our own.
 
-    NVRTC writes into the buffer it is given, so that buffer is a ``bytearray``: a ``bytes`` object may be one
-    the interpreter shares (``b" " * 1`` is the cached ``b" "``, and an empty log is one NUL byte long), and
-    writing into it would change that object for every later use in the process."""
+    NVRTC writes into the buffer it is given, so that buffer is a ``bytearray``: a one-byte ``bytes`` object is
+    one the interpreter shares with every other use of that byte, and an empty log is one NUL byte long, so
+    writing it there would change that byte for the rest of the process."""
     size = _check(size_fn(prog), "size query")
     buf = bytearray(size)
     _check(get_fn(prog, buf), "read")
