@@ -36,16 +36,24 @@ CLOCK_NOTE = ("ms and % vendor: the rung alternated launch by launch with the ve
               "differ between the two stretches, since the power limit sets it by what runs.")
 
 
-def show_recorded(*rungs: str, sizes=None) -> list[dict]:
+def show_recorded(*rungs: str, sizes=None, one_stretch: bool = False) -> list[dict]:
     """Print the newest recorded benchmark rows of these rungs from runs that held the stream (HOLD_SINCE),
-    under the name and date of the run each row comes from; returns them."""
+    under the name and date of the run each row comes from; returns them. With ``one_stretch``, each run's table
+    is :func:`format_stretch_table` (every time beside its cycles and clock from the same launches) and its
+    provenance is one line under it."""
     rows = [r for r in load_records() if r["rung"] in rungs and (sizes is None or r["M"] in sizes)
             and str(r.get("date", "")) >= HOLD_SINCE]
     for name in sorted({r["file"] for r in rows}):
         run = [r for r in rows if r["file"] == name]
+        if one_stretch:
+            raw = {(r["rung"], r["M"], r["N"], r["K"]): r          # the run's own records, with every launch
+                   for r in json.loads((results_dir() / name).read_text())["records"]}
+            print(format_stretch_table([{**r, **raw[(r["rung"], r["M"], r["N"], r["K"])]} for r in run]))
+            print(f"recorded on the {run[0]['gpu']}, {str(run[0]['date'])[:10]}, results/{name}")
+            continue
         print(f"RECORDED on the {run[0]['gpu']} ({name}, {str(run[0]['date'])[:10]}):")
         print(format_table(run))
-    if any(r.get("cycles") for r in rows):
+    if not one_stretch and any(r.get("cycles") for r in rows):
         print(CLOCK_NOTE)
     missing = [r for r in rungs if r not in {row["rung"] for row in rows}]
     if missing:
@@ -85,14 +93,14 @@ def measured_label(t: target.Target, path: Path) -> str:
     return f"measured on {where}, {date}, written to {_shown_path(path)}"
 
 
-def bench_or_show(rung_ids, sizes) -> list[dict]:
+def bench_or_show(rung_ids, sizes, *, one_stretch: bool = False) -> list[dict]:
     """On a GPU: time the rungs it runs against the vendor baseline in this process (``harness.bench``, each verified
     first), write the run (:func:`measurement_folder`) and print it under the GPU, date and file; for each rung it
     cannot run, the one line that says why (``harness.refusal_here``), then the recorded H200 figures of those rungs.
     Without a GPU: the recorded figures of all of them. Returns the rows printed, measured ones first."""
     here = target.runnable()
     if here is None:
-        return show_recorded(*rung_ids, sizes=sizes)
+        return show_recorded(*rung_ids, sizes=sizes, one_stretch=one_stretch)
     rungs = [get(r) for r in rung_ids]
     refused = [(rung, why) for rung in rungs if (why := harness.refusal_here(rung)) is not None]
     runs = [rung.id for rung in rungs if all(rung is not other for other, _ in refused)]
@@ -102,15 +110,19 @@ def bench_or_show(rung_ids, sizes) -> list[dict]:
         folder = measurement_folder()
         records = harness.bench(runs, sizes, skipped=skipped, progress=False)  # a chapter prints its table, no bar
         path = write_run(records, folder=folder)
-        print(f"{measured_label(here, path)}:")
-        print(format_table(records))
         rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
-        if any(r.get("cycles") for r in rows):
-            print(CLOCK_NOTE)
+        if one_stretch:
+            print(format_stretch_table(rows))
+            print(measured_label(here, path))
+        else:
+            print(f"{measured_label(here, path)}:")
+            print(format_table(records))
+            if any(r.get("cycles") for r in rows):
+                print(CLOCK_NOTE)
     for _, why in refused:
         print(why)
     if refused:
-        rows += show_recorded(*(rung.id for rung, _ in refused), sizes=sizes)
+        rows += show_recorded(*(rung.id for rung, _ in refused), sizes=sizes, one_stretch=one_stretch)
     return rows
 
 
@@ -141,7 +153,7 @@ def compile_report(rung_id: str, t: target.Target | None = None) -> list[dict]:
     return rows
 
 
-def run_or_show(rung_ids, shapes, sizes) -> None:
+def run_or_show(rung_ids, shapes, sizes, *, one_stretch: bool = False) -> None:
     """A chapter's "run it and check it": its rung after the one before it.
 
     On a GPU: verify the newest of ``rung_ids`` that this GPU runs on ``shapes`` (sizes with tails), then
@@ -152,13 +164,13 @@ def run_or_show(rung_ids, shapes, sizes) -> None:
     if here is None:
         print("no GPU here:", end=" ")
         compile_report(rung_ids[-1], target.current())
-        show_recorded(*rung_ids, sizes=sizes)
+        show_recorded(*rung_ids, sizes=sizes, one_stretch=one_stretch)
         return
     runs = [rid for rid in rung_ids if harness.refusal_here(get(rid)) is None]
     if runs:
         for shape in shapes:
             print(harness.verify(runs[-1], *shape).raise_if_failed().summary())
-    bench_or_show(rung_ids, sizes)
+    bench_or_show(rung_ids, sizes, one_stretch=one_stretch)
 
 
 def ceilings_or_show() -> dict | None:
@@ -975,3 +987,121 @@ def profiles_side_by_side(*rungs: str, size: int = 8192, stalls=STALLS_SHOWN, fo
         print(f"rung {r['rung']} takes {abs(change):.1%} {'fewer' if change < 0 else 'more'} SM cycles than rung "
               f"{first['rung']} in these profiles (one launch each: a reading, without a spread)")
     return records
+
+
+# ---------------------------------------------------------------- a kernel's code on the page, read from its file
+
+_BANNER = re.compile(r"^(\s*)// ---- ([^:]+):")
+
+
+def _source_file(where: str) -> Path:
+    """``where`` as a file: a rung id ("04") names its kernel, a snippet header's name ("ldmatrix") its file under
+    ptx_snippets/, anything else is a path."""
+    if re.fullmatch(r"\d\d", where):
+        return get(where).kernel_path
+    snippet = Path(__file__).resolve().parent.parent / "ptx_snippets" / f"{where}.cuh"
+    return snippet if snippet.exists() else Path(where)
+
+
+def source_excerpt(text: str, name: str) -> str:
+    """The part of a CUDA source named ``name``: a banner section (``// ---- main loop: ...`` up to the next
+    banner or the end of its block), or the function or lambda ``name`` with the comment lines and ``template``
+    line above it, through its closing brace. A ValueError names what the source lacks."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _BANNER.match(line)
+        if m and m[2].strip() == name:
+            indent, end = len(m[1]), len(lines)
+            for j in range(i + 1, len(lines)):
+                stripped = lines[j].lstrip()
+                if _BANNER.match(lines[j]) or (stripped and not stripped.startswith("#")
+                                                and len(lines[j]) - len(stripped) < indent):
+                    end = j
+                    break
+            return "\n".join(lines[i:end]).rstrip() + "\n"
+    head = re.compile(rf"\b{re.escape(name)}\s*(?:\(|=\s*\[)")
+    for i, line in enumerate(lines):
+        if not head.search(line) or line.lstrip().startswith("//"):
+            continue
+        rest = "\n".join(lines[i:])
+        opening, ending = rest.find("{"), rest.find(";")
+        if opening < 0 or 0 <= ending < opening:
+            continue                                   # a call or a declaration, not the definition
+        depth, end = 0, None
+        for j in range(i, len(lines)):
+            depth += lines[j].count("{") - lines[j].count("}")
+            if depth == 0 and "{" in "\n".join(lines[i:j + 1]):
+                end = j
+                break
+        start = i
+        while start > 0 and (lines[start - 1].lstrip().startswith(("//", "template")) and lines[start - 1].strip()):
+            start -= 1
+        return "\n".join(lines[start:end + 1]) + "\n"
+    raise ValueError(f"the source has no banner '// ---- {name}:' and no definition of {name}")
+
+
+def show_source(where: str, *names: str) -> str:
+    """Print each named part (:func:`source_excerpt`) of a kernel or snippet source as it compiles (without the
+    exercise's region markers), under the file's name; returns what it printed."""
+    from .check.generate import without_markers
+
+    path = _source_file(where)
+    text = without_markers(path.read_text())
+    try:
+        shown = path.resolve().relative_to(Path(__file__).resolve().parent.parent).as_posix()
+    except ValueError:
+        shown = str(path)
+    out = "\n".join(f"// {shown}: {name}\n{source_excerpt(text, name)}" for name in names)
+    print(out, end="")
+    return out
+
+
+# ---------------------------------------------------------------- a recorded table from one stretch of launches
+
+
+def _p10_p90(values) -> tuple[float, float]:
+    import numpy as np
+
+    return float(np.percentile(values, 10)), float(np.percentile(values, 90))
+
+
+def stretch_row(r: dict) -> dict | None:
+    """One record's figures from one stretch of launches, its timing build's: median ms and Mcycles, the clock
+    that is the one over the other (so no column contradicts another) and the TFLOP/s of that ms; and, from the stretch that alternated
+    the plain build with the vendor baseline, the % of it (a ratio, which the clock does not move) with the
+    p10-p90 of its pairs. None for a record without its launches' clocks."""
+    import statistics
+
+    clocks = r.get("launch_clocks") or []
+    if not clocks:
+        return None
+    ms = statistics.median(c["ns"] for c in clocks) / 1e6
+    mcycles = statistics.median(c["cycles"] for c in clocks) / 1e6
+    paired = r.get("paired") and r.get("samples_ms") and r.get("cublas_samples_ms")
+    pairs = [100 * v / s for s, v in zip(r["samples_ms"], r["cublas_samples_ms"])] if paired else []
+    lo, hi = _p10_p90(pairs) if pairs else (float("nan"), float("nan"))
+    return {"rung": r["rung"], "M": r["M"], "N": r["N"], "K": r["K"], "ms": ms,
+            "mcycles": mcycles, "ghz": mcycles / ms,        # the clock of the median launch: its cycles over its time
+            "tflops": 2 * r["M"] * r["N"] * r["K"] / (ms * 1e-3) / 1e12,
+            "pct": statistics.median(pairs) if pairs else r["pct_cublas"], "pct_p10": lo, "pct_p90": hi}
+
+
+STRETCH_NOTE = ("ms, Mcycles, GHz and TFLOP/s: the median launch of the rung's timing build (each CTA logs its SM "
+                "cycles and the global timer), one stretch; % vendor: the plain build alternated launch by launch with "
+                "the vendor baseline, the median pair with its p10-p90.")
+
+
+def format_stretch_table(records) -> str:
+    """The fixed-width table of :func:`stretch_row` for each record that has its launches' clocks."""
+    from .harness import baseline_note
+
+    rows = [s for r in records if (s := stretch_row(r)) is not None]
+    lines = [f"{'rung':<5} {'M x N x K':>16} {'ms':>8} {'Mcycles':>8} {'GHz':>6} {'TFLOP/s':>8} "
+             f"{'% vendor':>9} {'(p10-p90)':>12}"]
+    for s in rows:
+        shape, spread = f"{s['M']}x{s['N']}x{s['K']}", f"({s['pct_p10']:.1f}-{s['pct_p90']:.1f})"
+        lines.append(f"{s['rung']:<5} {shape:>16} {s['ms']:>8.3f} {s['mcycles']:>8.3f} {s['ghz']:>6.3f} "
+                     f"{s['tflops']:>8.1f} {s['pct']:>8.1f}% {spread:>12}")
+    lines.append(baseline_note(records))
+    lines.append(STRETCH_NOTE)
+    return "\n".join(lines)

@@ -324,3 +324,69 @@ def test_model_vs_hardware_footnotes_the_counter_of_all_shared_loads(capsys):
     ld = [x for x in out.splitlines() if x.endswith("_op_ld.sum")]
     assert ld and not any("DISAGREE" in x for x in ld) and all("counts more [" in x for x in ld)
     assert "counts every shared-memory load wavefront of the LSU pipe" in out
+
+
+CU = """// header
+#pragma once
+
+// What the wrapper does.
+template <int N>
+__device__ __forceinline__ void wrap(unsigned a) {
+    asm volatile("op %0;" :: "r"(a));
+}
+
+__global__ void k(int x) {
+    auto helper = [&](int i) {
+        wrap<1>(i);
+    };
+    // ---- prologue: first ----
+    helper(0);
+    // ---- main loop: the loop ----
+    for (int i = 0; i < x; ++i) {
+        helper(i);
+    }
+    // ---- epilogue: last ----
+    wrap<2>(x);
+}
+"""
+
+
+def test_source_excerpt_reads_a_banner_section_to_the_next_banner_or_the_end_of_its_block():
+    assert chapter.source_excerpt(CU, "main loop").splitlines() == [
+        "    // ---- main loop: the loop ----", "    for (int i = 0; i < x; ++i) {", "        helper(i);", "    }"]
+    assert chapter.source_excerpt(CU, "epilogue").splitlines() == ["    // ---- epilogue: last ----", "    wrap<2>(x);"]
+
+
+def test_source_excerpt_reads_a_function_with_its_comment_and_a_lambda_not_a_call():
+    assert chapter.source_excerpt(CU, "wrap").splitlines()[:2] == ["// What the wrapper does.", "template <int N>"]
+    assert chapter.source_excerpt(CU, "wrap").rstrip().endswith('asm volatile("op %0;" :: "r"(a));\n}')
+    assert chapter.source_excerpt(CU, "helper").splitlines() == [
+        "    auto helper = [&](int i) {", "        wrap<1>(i);", "    };"]
+    with pytest.raises(ValueError, match="no banner"):
+        chapter.source_excerpt(CU, "nothing")
+
+
+def test_show_source_prints_the_kernel_as_it_compiles(capsys):
+    out = chapter.show_source("03", "main loop")
+    assert out.startswith("// hgemm_course/kernels/k03_wmma.cu: main loop\n") and "wmma::mma_sync" in out
+    assert "BEGIN SOLUTION" not in out and "EXERCISE" not in out and capsys.readouterr().out == out
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in chapter.show_source("ldmatrix", "ldmatrix_x4")
+
+
+def test_a_stretch_row_takes_time_cycles_and_clock_from_the_same_launches():
+    clocks = [{"cycles": c, "ns": n, "ghz": 0.0} for c, n in ((1_000_000, 500_000), (1_100_000, 600_000),
+                                                               (1_200_000, 700_000))]
+    r = {"rung": "04", "M": 4096, "N": 4096, "K": 4096, "launch_clocks": clocks, "paired": True, "pct_cublas": 0.0,
+         "samples_ms": [1.0, 2.0, 1.0], "cublas_samples_ms": [0.5, 0.5, 0.6]}
+    s = chapter.stretch_row(r)
+    assert s["ms"] == 0.6 and s["mcycles"] == 1.1 and s["ghz"] == pytest.approx(1.1 / 0.6)
+    assert s["tflops"] == pytest.approx(2 * 4096**3 / 0.6e-3 / 1e12)
+    assert s["pct"] == 50.0 and s["pct_p10"] < 50.0 < s["pct_p90"]
+    assert chapter.stretch_row({**r, "launch_clocks": []}) is None
+
+
+def test_show_recorded_in_one_stretch_puts_its_provenance_under_the_table(capsys):
+    chapter.show_recorded("04", sizes=[4096], one_stretch=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:5] == ["rung", "M", "x", "N", "x"] and "GHz" in lines[0]
+    assert lines[-1].startswith("recorded on the NVIDIA H200, 20") and "results/bench_" in lines[-1]
