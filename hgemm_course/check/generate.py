@@ -16,7 +16,11 @@ write, the checker where the regions are); the solution is the source without an
 A kernel exercise comes from the rung's kernel itself: its source holds the exercise's header
 comment, then the line ``// INSERT kernels/kNN_name.cu``, which stands for that kernel file with
 its own marked regions, then optional extra questions. The markers are comment lines, so the
-kernels compile exactly as without them, and ``hgemm-course diff`` leaves them out.
+kernels compile exactly as without them, and ``hgemm-course diff`` leaves them out. Two options
+follow the file name, each after a ``;``: ``inline a.cuh b.cuh`` puts those PTX snippet headers, with
+their own marked regions, in place of the kernel's ``#include`` of them (the learner writes the asm);
+``solve 1 3`` leaves the kernel file's own regions 1 and 3 (counted from 1) solved, for the exercise
+on the same kernel that asks for them.
 
     python -m hgemm_course.check.generate             # rewrite exercises/ and solutions/
     python -m hgemm_course.check.generate --out DIR   # write DIR/exercises and DIR/solutions
@@ -32,7 +36,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import KERNELS_DIR, PACKAGE_DIR, REPO_ROOT
+from ..paths import KERNELS_DIR, PACKAGE_DIR, PTX_SNIPPETS_DIR, REPO_ROOT
 
 SOURCES_DIR = PACKAGE_DIR / "check" / "sources"
 COMMENT = {".py": "#", ".cu": "//"}
@@ -116,13 +120,53 @@ def solution_text(source: str, comment: str) -> str:
 
 
 def expand(path: Path) -> str:
-    """The source at ``path`` with each ``// INSERT kernels/FILE`` line replaced by that kernel file."""
+    """The source at ``path`` with each ``// INSERT kernels/FILE[; inline H ...][; solve N ...]`` line replaced
+    by that kernel file, the snippet headers named put in place of its ``#include`` of them, the regions
+    numbered left solved."""
     out = []
     for line in path.read_text().splitlines(keepends=True):
         if line.startswith(INSERT):
-            out.append((KERNELS_DIR / line[len(INSERT):].strip()).read_text())
+            name, *options = (part.split() for part in line[len(INSERT):].split(";"))
+            words = {option[0]: option[1:] for option in options}
+            if not set(words) <= {"inline", "solve"} or len(name) != 1:
+                raise ValueError(f"{path.name}: cannot read {line.strip()!r}")
+            text = _solved((KERNELS_DIR / name[0]).read_text(), {int(n) for n in words.get("solve", [])})
+            for header in words.get("inline", []):
+                text = _inlined(text, header, path.name)
+            out.append(text)
         else:
             out.append(line)
+    return "".join(out)
+
+
+def _inlined(text: str, header: str, shown: str) -> str:
+    """``text`` with its ``#include "header"`` line replaced by the snippet header's text (less ``#pragma once``)."""
+    include = f'#include "{header}"\n'
+    if include not in text:
+        raise ValueError(f"{shown}: the kernel does not include {header}")
+    body = "".join(line for line in (PTX_SNIPPETS_DIR / header).read_text().splitlines(keepends=True)
+                   if line.strip() != "#pragma once")
+    return text.replace(include, body, 1)
+
+
+def _solved(text: str, numbers: set[int]) -> str:
+    """``text`` with its regions ``numbers`` (counted from 1) solved: their marker and stub lines dropped."""
+    out, region, stub = [], 0, False
+    for line in text.splitlines(keepends=True):
+        marker = line.strip()
+        if marker == "// BEGIN SOLUTION":
+            region += 1
+            stub = region in numbers
+            if stub:
+                continue
+        elif marker == "// END SOLUTION" and stub:
+            stub = False
+            continue
+        elif stub and marker.startswith("// EXERCISE:"):
+            continue
+        out.append(line)
+    if not numbers <= set(range(1, region + 1)):
+        raise ValueError(f"the kernel has {region} regions, not {max(numbers)}")
     return "".join(out)
 
 

@@ -20,4 +20,4 @@
 // inspects the PTX, then plays your region on the CPU through a model of the fragments (which rows
 // and columns each acc[i][j] adds up); on such a GPU it also runs your kernel and compares C, else it
 // could not check it.
-// INSERT kernels/k03_wmma.cu
+// INSERT kernels/k03_wmma.cu; solve 1
