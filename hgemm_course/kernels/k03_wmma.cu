@@ -84,11 +84,19 @@ k03_wmma(const half* __restrict__ A, const half* __restrict__ B, half* __restric
 
     // ---- main loop: wait for slice kt, refill the stage freed last iteration, compute ----
     for (int kt = 0; kt < k_tiles; ++kt) {
+        // BEGIN SOLUTION
+        // EXERCISE: // TODO: the ring's bookkeeping before slice kt is computed from stage kt % STAGES. Wait, with
+        // EXERCISE: // cp_async_wait_group<N>, until this thread's copies of slice kt have landed: the prologue committed
+        // EXERCISE: // STAGES - 1 groups, one per slice, and every iteration commits one more. Then make every thread's
+        // EXERCISE: // copies visible to all, and every warp done reading the stage slice kt - 1 used, before slice
+        // EXERCISE: // kt + STAGES - 1 (while there is one: load_tile(stage, slice)) is copied into it; close the
+        // EXERCISE: // iteration's copies into its group.
         cp_async_wait_group<STAGES - 2>();
         __syncthreads();
         const int next = kt + STAGES - 1;
         if (next < k_tiles) load_tile(next % STAGES, next);
         cp_async_commit_group();
+        // END SOLUTION
 
         // The slice's (BM, BK) and (BK, BN) stages as wmma's generic pointers, offset in 32 bits like the copies'
         // addresses (ring.a[kt % STAGES] would scale the index in 64 bits and schedule the loop differently).

@@ -139,6 +139,14 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
         const int next = kt + STAGES - 1;
 #pragma unroll
         for (int kk = 0; kk < K_STEPS; ++kk) {
+            // BEGIN SOLUTION
+            // EXERCISE: // TODO: k-step kk of slice kt, whose fragments are in buffer kk % 2 (the prologue loaded k-step 0 of
+            // EXERCISE: // slice 0 into buffer 0). While this k-step's mma run, the other buffer receives the next k-step's
+            // EXERCISE: // fragments (load_fragments(buffer, stage, k-step)); after the slice's last k-step that is k-step 0
+            // EXERCISE: // of slice kt + 1, which must have landed in shared memory first, for every thread, with every warp
+            // EXERCISE: // done reading slice kt (cp_async_commit_group, cp_async_wait_group<N>, __syncthreads). The copies
+            // EXERCISE: // of slice next go out in COPY_PARTS pieces, one per k-step but the last: load_tile(stage, slice,
+            // EXERCISE: // piece). Then every (i, j) pair of this k-step's fragments: mma_m16n8k16 into acc[i][j].
             if (kk < K_STEPS - 1) {
                 load_fragments((kk + 1) % 2, kt % STAGES, kk + 1);
                 if (next < k_tiles) load_tile(next % STAGES, next, kk);
@@ -155,6 +163,7 @@ k04_mma_sync(const half* __restrict__ A, const half* __restrict__ B, half* __res
                     mma_m16n8k16(acc[i][j], a_frag[kk % 2][i], b_frag[kk % 2][j]);
                 }
             }
+            // END SOLUTION
         }
     }
 
