@@ -77,7 +77,7 @@ def test_where_landlock_is_off_the_results_are_watched(monkeypatch):
     from hgemm_course.check import watch
     from hgemm_course.paths import results_dir
 
-    monkeypatch.setattr(confine, "gpu_present", lambda: True)      # a GPU turns Landlock off for the worker
+    monkeypatch.setattr(confine, "landlock_abi", lambda: 0)         # a kernel without Landlock
     watch.landlock.cache_clear()
     try:
         assert not watch.landlock() and results_dir().resolve() in watch.roots()

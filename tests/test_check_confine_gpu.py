@@ -1,5 +1,10 @@
-"""Where an NVIDIA GPU is present a worker runs without Landlock (CUDA does not start under it), and the checker
-says that this protection is off."""
+"""On a machine with an NVIDIA GPU a worker still runs under Landlock: its ruleset adds the worker's own
+``/proc/self``, below which CUDA writes as it starts, and nothing else."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from hgemm_course.check import confine
@@ -17,9 +22,43 @@ def landlock_asked(monkeypatch):
 
 
 @pytest.mark.parametrize("gpu", [True, False])
-def test_a_worker_gets_landlock_only_where_there_is_no_gpu(monkeypatch, landlock_asked, gpu):
+def test_a_worker_may_write_its_own_proc_folder_only_where_there_is_a_gpu(monkeypatch, landlock_asked, gpu):
     monkeypatch.setattr(confine, "gpu_present", lambda: gpu)
-    assert confine.confine(["/work"])["landlock"] is not gpu
-    assert landlock_asked == ([] if gpu else [["/work", "/dev"]])
-    named = any(line.startswith("Landlock (off where there is an NVIDIA GPU") for line in confine.missing())
-    assert named is gpu
+    monkeypatch.setattr(confine, "landlock_abi", lambda: 7)
+    assert confine.confine(["/work"])["landlock"]
+    assert landlock_asked == [["/work", "/dev", *(["/proc/self"] if gpu else [])]]
+    assert not any(line.startswith("Landlock") for line in confine.missing())
+
+
+# A worker as the checker starts one: confined to its own folder, then CUDA through CuPy and the course's build,
+# then a write outside its folder, which must be refused.
+CONFINED_CUDA = textwrap.dedent("""
+    import os, sys
+    from hgemm_course.check import confine
+    work = sys.argv[1]
+    os.environ["CUPY_CACHE_DIR"] = os.path.join(work, "cupy")
+    taken = confine.confine([work])
+    import cupy
+    from hgemm_course.build import compile_cuda
+    x = cupy.arange(64, dtype=cupy.float32)
+    cupy.RawKernel('extern "C" __global__ void inc(float* x) { x[threadIdx.x] += 1.f; }', "inc")((1,), (64,), (x,))
+    compile_cuda('extern "C" __global__ void twice(float* x) { x[0] *= 2.f; }', arch="sm_90a")
+    try:
+        open(sys.argv[2], "w").close()
+        outside = "written"
+    except PermissionError:
+        outside = "refused"
+    print(taken["landlock"], float(x.sum()), outside)
+""")
+
+
+@pytest.mark.gpu
+def test_cuda_starts_in_a_worker_under_landlock_and_the_worker_still_writes_nothing_outside(tmp_path):
+    if confine.landlock_abi() == 0:
+        pytest.skip("this kernel has no Landlock")
+    work, outside = tmp_path / "work", tmp_path / "outside.txt"
+    work.mkdir()
+    run = subprocess.run([sys.executable, "-c", CONFINED_CUDA, str(work), str(outside)], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "TMPDIR": str(work)})
+    assert run.stdout.split() == ["True", str(float(sum(range(1, 65)))), "refused"], run.stdout + run.stderr
+    assert not outside.exists()

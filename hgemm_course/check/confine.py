@@ -7,7 +7,8 @@ checker's own processes give up so that learner code, the same user, cannot reac
   root); a seccomp filter that fails
   ``ptrace``, ``process_vm_readv``/``writev`` and ``pidfd_getfd`` with EPERM; and a Landlock ruleset under
   which the worker and everything it starts writes only below the folders it is given (its work folder, its
-  private temporary folder, ``/dev``), and, where the kernel has Landlock's scopes, signals no process outside.
+  private temporary folder, ``/dev``, and on a machine with an NVIDIA GPU the worker's own ``/proc/self``, which
+  CUDA writes to as it starts), and, where the kernel has Landlock's scopes, signals no process outside.
 
 Where the kernel lacks one of them, :func:`missing` names it, and a check says so once, in one line.
 
@@ -58,9 +59,9 @@ def landlock_abi() -> int:
 
 
 def gpu_present() -> bool:
-    """Whether the NVIDIA driver's devices are here. On the H200, CUDA's first allocation under the Landlock
-    ruleset fails (cudaErrorOperatingSystem) while no_new_privs, seccomp and no capabilities leave it working, so
-    a worker on a machine with a GPU runs without Landlock."""
+    """Whether the NVIDIA driver's devices are here. CUDA then writes below the worker's own ``/proc/self`` as it
+    starts: without that folder in the ruleset, its first allocation fails with cudaErrorOperatingSystem (on the
+    H200, results/logs/landlock_variants2_h200_20261204T0222.txt), so a worker on such a machine may write there."""
     return os.path.exists("/dev/nvidiactl")
 
 
@@ -70,10 +71,7 @@ def missing() -> list[str]:
     if platform.machine() not in _ARCH:
         out.append(f"seccomp (no syscall table for {platform.machine()}: ptrace is not refused)")
     abi = landlock_abi()
-    if gpu_present():
-        out.append("Landlock (off where there is an NVIDIA GPU, since CUDA does not start under it: learner code "
-                   "may write outside its folder; the check's watch still catches it)")
-    elif abi == 0:
+    if abi == 0:
         out.append("Landlock (learner code may write outside its folder; the check's watch still catches it)")
     elif abi < 6:
         out.append(f"Landlock scopes (ABI {abi} < 6: learner code may signal the checker, which then fails it)")
@@ -169,6 +167,7 @@ def confine(writable: list[str]) -> dict[str, bool]:
     """In the calling process (a worker, before its own code): the Landlock ruleset that lets it write only below
     ``writable``, no capabilities, no_new_privs and the seccomp filter; which of them took."""
     nnp = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
-    landlock = nnp and not gpu_present() and _install_landlock([*writable, "/dev"])
+    own = ["/dev", *(["/proc/self"] if gpu_present() else [])]      # the process's own /proc folder: for CUDA
+    landlock = nnp and _install_landlock([*writable, *own])
     return {"no_new_privs": nnp, "landlock": landlock, "capabilities": _drop_capabilities(),
             "seccomp": nnp and _install_seccomp()}
