@@ -1105,3 +1105,51 @@ def format_stretch_table(records) -> str:
     lines.append(baseline_note(records))
     lines.append(STRETCH_NOTE)
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- chapter 00's measured ceilings
+
+
+def ceilings_rows(record: dict) -> list[dict]:
+    """The measured ceilings of a ceilings record, each with what sets it: the FP32 FMA loop, each wgmma loop and the
+    fastest mma.sync loop (its operands in registers) with their flops per SM cycle and the clock they ran at (so
+    TFLOP/s = flop/cycle x SMs x clock), cuBLAS fp16 at the record's GEMM size, and the copy bandwidth; ``roof`` marks
+    the compute roof the roofline uses (:func:`hgemm_course.roofline.compute_roof`)."""
+    from .roofline import compute_roof
+
+    roof = compute_roof(record)
+    rows = [{"name": "FP32 CUDA cores, FMA loop", "value": record["fp32_tflops"], "unit": "TFLOP/s",
+             "datasheet": record.get("datasheet_fp32_tflops")}]
+    for r in record.get("wgmma_peak", ()):
+        groups = f"{r['warpgroups']} warpgroup{'s' if r['warpgroups'] > 1 else ''}"
+        rows.append({"name": f"wgmma loop, {groups} of m64n{r['n']}k16", "value": r["tflops"], "unit": "TFLOP/s",
+                     "flop_per_cycle": r["flop_per_sm_cycle"], "ghz": r["clock_ghz"],
+                     "datasheet": record.get("datasheet_fp16_tflops")})
+    best = max((r for r in record.get("mma_sync_bound", ()) if r["feed"] == "registers"),
+               key=lambda r: r["tflops"], default=None)
+    if best is not None:
+        tile = "x".join(map(str, best["warp_tile"]))
+        rows.append({"name": f"mma.sync loop, {best['warps_per_sm']} warps of {tile}", "value": best["tflops"],
+                     "unit": "TFLOP/s", "flop_per_cycle": best["flop_per_sm_cycle"], "ghz": best["clock_ghz"],
+                     "datasheet": record.get("datasheet_fp16_tflops")})
+    for row in rows:
+        row["roof"] = row["value"] == roof["tflops"]
+    n = record["gemm_size"]
+    rows.append({"name": f"cuBLAS fp16 at {n}^3 (a kernel, not a roof)", "value": record["cublas_tflops"],
+                 "unit": "TFLOP/s", "datasheet": record.get("datasheet_fp16_tflops"), "roof": False})
+    rows.append({"name": "copy, device to device (read + write)", "value": record["bandwidth_gbs"], "unit": "GB/s",
+                 "datasheet": record.get("datasheet_bandwidth_gbs"), "roof": False})
+    return rows
+
+
+def show_ceilings(record: dict) -> list[dict]:
+    """Print :func:`ceilings_rows` as a table; returns the rows."""
+    rows = ceilings_rows(record)
+    print(f"{'ceiling':<46} {'measured':>9} {'':<7} {'flop/SM cycle':>13} {'SM clock':>9} {'datasheet':>9}")
+    for r in rows:
+        per_cycle = f"{r['flop_per_cycle']:13,.0f}" if r.get("flop_per_cycle") else f"{'-':>13}"
+        clock = f"{r['ghz']:6.3f} GHz" if r.get("ghz") else f"{'-':>9}"
+        sheet = f"{r['datasheet']:9.1f}" if r.get("datasheet") else f"{'-':>9}"
+        print(f"{r['name']:<46} {r['value']:9.1f} {r['unit']:<7} {per_cycle} {clock} {sheet}"
+              + ("   <- the roofline's compute roof" if r["roof"] else ""))
+    return rows

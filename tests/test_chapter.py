@@ -390,3 +390,16 @@ def test_show_recorded_in_one_stretch_puts_its_provenance_under_the_table(capsys
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:5] == ["rung", "M", "x", "N", "x"] and "GHz" in lines[0]
     assert lines[-1].startswith("recorded on the NVIDIA H200, 20") and "results/bench_" in lines[-1]
+
+
+def test_each_measured_ceiling_is_its_work_per_cycle_at_its_clock(capsys):
+    from hgemm_course.roofline import recorded_ceilings
+    from hgemm_course.target import RECORDED
+
+    record = recorded_ceilings()
+    rows = chapter.show_ceilings(record)
+    for r in rows:
+        if r.get("flop_per_cycle"):
+            assert r["value"] == pytest.approx(r["flop_per_cycle"] * RECORDED.sm_count * r["ghz"] / 1e3, rel=1e-3)
+    assert [r["name"] for r in rows if r["roof"]] == [next(r["name"] for r in rows if r["value"] == record["wgmma_tflops"])]
+    assert "<- the roofline's compute roof" in capsys.readouterr().out
