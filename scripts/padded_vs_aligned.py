@@ -8,8 +8,12 @@
                 arrays into a new C, C's corner copied out with a slice assignment
   torch         torch.matmul(a, b, out=c) on the ragged shape (cuBLASLt), on the same stream
   torch_aligned torch.matmul on the aligned neighbour
+  graph         an experiment: the ragged call's kept launches (copies in, kernel, copy out) captured once into a
+                CUDA graph and launched as one, to see what a single launch a call would save the host (skipped,
+                saying why, where the capture fails or its C is wrong: rung 12's launches take a new epoch per call)
 
-Each timed batch is ``calls`` back-to-back calls (no sync between them) between two CUDA events on the stream, the
+Everything runs on one non-blocking stream, CuPy's and torch's. Each timed batch is ``calls`` back-to-back calls
+(no sync between them) between two CUDA events on the stream, the
 inputs rotated over enough sets to pass the 60 MB L2; the variants run in a fresh random order every round and the
 figure is the median over rounds of the time per call. The host's time to issue a batch is timed beside it (where
 it exceeds the events' time the GPU waited for the host). Before timing, every variant's C is checked against an
@@ -81,15 +85,31 @@ def variants(ragged_sets, aligned_sets) -> dict:
             "torch": (theirs(ragged_sets), ragged_sets), "torch_aligned": (theirs(aligned_sets), aligned_sets)}
 
 
-def verify(name: str, call, sets) -> None:
+def graph_variant(ragged_sets):
+    """Each set's kept padded launches (api._again) captured into a CUDA graph; one call launches one graph."""
+    stream = cupy.cuda.get_current_stream()
+    graphs = []
+    for a, b, c, *_ in ragged_sets:
+        again = api._again[api._again_key(a, b, c, None)]
+        stream.begin_capture()
+        try:
+            again()
+        finally:
+            graphs.append(stream.end_capture())
+    return lambda i: graphs[i].launch(stream)
+
+
+def wrong(call, sets) -> str | None:
+    """None where C is right on the first two sets, C poisoned first, called twice; else what was wrong."""
     for i, (a, b, c, *_) in enumerate(sets[:2]):
-        c.fill(cupy.nan)
-        call(i)
-        call(i)                                   # the second through what the first kept
         reference = a.astype(cupy.float32) @ b.astype(cupy.float32)
-        result = harness.compare(c, reference, K=a.shape[1])
-        if not result.passed:
-            raise SystemExit(f"{name} {a.shape[0]}x{b.shape[1]}x{a.shape[1]} set {i} is wrong: {result}")
+        for _ in range(2):                        # the second through what the first kept
+            c.fill(cupy.nan)
+            call(i)
+            result = harness.compare(c, reference, K=a.shape[1])
+            if not result.passed:
+                return f"set {i}: {result}"
+    return None
 
 
 def batch(call, sets, calls: int) -> tuple[float, float]:
@@ -110,7 +130,19 @@ def time_pair(ragged, aligned, rounds: int, rng: random.Random, np_rng) -> dict:
     ragged_sets, aligned_sets = operand_sets(*ragged, np_rng), operand_sets(*aligned, np_rng)
     ways = variants(ragged_sets, aligned_sets)
     for name, (call, sets) in ways.items():
-        verify(name, call, sets)
+        if (why := wrong(call, sets)) is not None:
+            raise SystemExit(f"{name} {ragged if sets is ragged_sets else aligned} is wrong: {why}")
+    for i in range(len(ragged_sets)):             # each set's padded launches kept, for the graphs
+        ways["ragged"][0](i)
+    try:
+        graph_call = graph_variant(ragged_sets)
+        why = wrong(graph_call, ragged_sets)
+    except Exception as exc:                      # noqa: BLE001 (the experiment's failure is reported, not raised)
+        why = f"capture failed: {type(exc).__name__}: {exc}"
+    if why is None:
+        ways["graph"] = (graph_call, ragged_sets)
+    else:
+        print(f"graph variant skipped at {ragged}: {why}")
     calls = {}
     for name, (call, sets) in ways.items():        # warm-up, and the calls that make a batch of BATCH_S
         end = time.perf_counter() + 0.3
@@ -124,7 +156,9 @@ def time_pair(ragged, aligned, rounds: int, rng: random.Random, np_rng) -> dict:
         for name in order:
             call, sets = ways[name]
             times[name].append(batch(call, sets, calls[name]))
+    graph = [g[0] / a[0] for g, a in zip(times.get("graph", []), times["aligned"])]
     return {"sets": (len(ragged_sets), len(aligned_sets)), "calls": calls,
+            "graph_over_aligned": statistics.median(graph) if graph else float("nan"),
             "us": {name: statistics.median(t for t, _ in ts) for name, ts in times.items()},
             "host_us": {name: statistics.median(h for _, h in ts) for name, ts in times.items()},
             "ragged_over_aligned": statistics.median(r[0] / a[0] for r, a in zip(times["ragged"], times["aligned"])),
@@ -148,10 +182,13 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(provenance())
     rng, np_rng = random.Random(0), np.random.default_rng(0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    torch.cuda.set_stream(torch.cuda.ExternalStream(stream.ptr))
     rows = []
     for pair in args.pairs:
         ragged, aligned = (shape(s) for s in pair.split(":"))
-        found = time_pair(ragged, aligned, args.rounds, rng, np_rng)
+        with stream:
+            found = time_pair(ragged, aligned, args.rounds, rng, np_rng)
         print(f"{pair}: sets {found['sets']}, calls per batch {found['calls']}, host us per call "
               + ", ".join(f"{k} {v:.1f}" for k, v in found["host_us"].items()))
         rows.append((ragged, aligned, found))
@@ -159,12 +196,14 @@ def main(argv=None) -> None:
           "past L2); ragged/aligned: median of the per-round ratios; % of torch: torch's time over ours on the ragged "
           "shape")
     print(f"{'ragged':>16} {'aligned':>16} {'ragged us':>10} {'aligned us':>11} {'ragged/aligned':>15} "
-          f"{'old path us':>12} {'torch us':>9} {'% of torch':>11} {'torch aligned us':>17}")
+          f"{'old path us':>12} {'torch us':>9} {'% of torch':>11} {'torch aligned us':>17} {'graph us':>9} "
+          f"{'graph/aligned':>14}")
     for ragged, aligned, f in rows:
         us = f["us"]
         print(f"{'x'.join(map(str, ragged)):>16} {'x'.join(map(str, aligned)):>16} {us['ragged']:10.1f} "
               f"{us['aligned']:11.1f} {f['ragged_over_aligned']:15.3f} {us['old_path']:12.1f} {us['torch']:9.1f} "
-              f"{100 * f['torch_over_ragged']:10.1f}% {us['torch_aligned']:17.1f}")
+              f"{100 * f['torch_over_ragged']:10.1f}% {us['torch_aligned']:17.1f} {us.get('graph', float('nan')):9.1f} "
+              f"{f['graph_over_aligned']:14.3f}")
 
 
 if __name__ == "__main__":
