@@ -52,8 +52,8 @@ from pathlib import Path
 from typing import Callable
 
 from . import confine, sandbox, watch
-from .feedback import (MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Exercise, Failure, Learner, Returned,
-                       ReturnedIterable, describe, format_call, learner_failure, learner_frame)
+from .feedback import (CALLER_MEMORY_GIB, MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Exercise, Failure, Learner,
+                       Returned, ReturnedIterable, Stopped, describe, format_call, learner_failure, learner_frame)
 from .loader import load_module
 
 TIMEOUT_S = 60
@@ -65,7 +65,7 @@ MAX_ITEMS = 1 << 20           # items the child reads from an iterable the learn
 MAX_INT_BITS = 4096           # the widest int an answer may hold: wider ones are described, not sent
 MAX_DEPTH = 32                # nesting the child encodes
 BATCH = 256                   # calls the child runs in one go when the checker has said which come next
-CALLER_SLACK_S = 30          # the checker's own work on the answers, beyond the time limit
+CALLER_SLACK_S = 3           # the checker's own work on the answers, beyond the time limit: its last comparisons
 PIPE_LOST = 121               # the child's exit status when its pipes to the parent are gone
 _HEADER = struct.Struct(">I")
 _ARRAY_KINDS = "biuf"         # numpy dtypes an answer may have: bool, ints, floats
@@ -181,7 +181,7 @@ def _frame(message: dict) -> bytes:
 
 # ------------------------------------------------------------------------------ parent side
 
-class _Ended(BaseException):
+class _Ended(Stopped):
     """The child gave no answer to a call (it ended, hung, sent garbage, or signalled the checker).
     A BaseException, so that no ``except Exception`` in a checker can take it for the learner's mistake."""
 
@@ -473,11 +473,13 @@ def _start(exercise: Exercise, source: Path | None, func: Callable | None, workd
 
 
 def _verdict(exercise: Exercise, channel: _Channel, source: Path | None, draw_to: Path | None) -> CheckResult:
-    """Run the exercise's checker against the child's answers, within the check's time here too: the explanation
-    of a wrong answer reads what the learner's code returned, and must not run on past the time limit."""
+    """Run the exercise's checker against the child's answers, within the check's time and memory here too: the
+    explanation of a wrong answer reads what the learner's code returned, and must neither run on past the time
+    limit (:data:`CALLER_SLACK_S` at most beyond it) nor grow this process past
+    :data:`~.feedback.CALLER_MEMORY_GIB` GiB more than it holds when the check starts."""
     figure = None
     try:
-        with caller_time_limit(channel.timeout + CALLER_SLACK_S):
+        with caller_time_limit(channel.timeout + CALLER_SLACK_S), sandbox.bounded_memory(CALLER_MEMORY_GIB << 30):
             channel.start()
             learner = Learner(exercise.function, channel, source)
             if draw_to is not None and exercise.draw is not None:
@@ -490,9 +492,19 @@ def _verdict(exercise: Exercise, channel: _Channel, source: Path | None, draw_to
     except OverTime as over:
         return CheckResult(exercise.name, False, str(over), {"input": None, "expected": "a verdict in time",
                                                              "got": "no verdict"})
+    except MemoryError:
+        return CheckResult(exercise.name, False, over_memory(), {"input": None, "expected": "a verdict",
+                                                                 "got": f"over {CALLER_MEMORY_GIB} GiB"})
 
 
-class OverTime(BaseException):
+def over_memory() -> str:
+    """The FAIL's message when the checker's own work on the learner's answers needs more memory than it allows."""
+    return (f"Checking your answers needed more than the {CALLER_MEMORY_GIB} GiB the checker allows its own work: "
+            "what your code returned (its size, its values) is far larger than the question asks. Return what "
+            "the exercise asks for, of the size it asks.")
+
+
+class OverTime(Stopped):
     """The checker's own work on the learner's answers ran past the check's time."""
 
 
@@ -506,7 +518,8 @@ def caller_time_limit(seconds: float):
     def over(_signum, _frame):
         raise OverTime(f"Checking your answers took the checker more than {seconds:g} s: what your code returned "
                        "(its size, its values) makes the checker's own work on it endless. Return what the exercise "
-                       "asks for, of the size it asks.")
+                       "asks for, of the size it asks; if it is only slow, give it longer: hgemm-course check "
+                       "--timeout SECONDS.")
 
     before = signal.signal(signal.SIGALRM, over)
     signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -17,7 +17,7 @@ import random
 from collections import Counter, defaultdict
 from functools import lru_cache
 
-from .feedback import Exercise, Failure, Learner, as_int, as_int_pair, format_call, passed_message
+from .feedback import Exercise, Failure, Learner, as_int, as_int_pair, explained, format_call, passed_message
 
 FUNCTIONS = ("cta_k_range", "tiles_to_fix_up", "ctas_of_tile")
 # (tiles, iters_per_tile, ctas): small launches first, so a first failure reads easily
@@ -105,6 +105,11 @@ def _answer(fn: str, learner: Learner, args: dict):
     except TypeError:
         raise Failure(f"{call} returned {value!r} ({type(value).__name__}); it must return {want}.",
                       {"input": args, "expected": want, "got": value}) from None
+    if len(items) > args["tiles"]:           # read no further: a CTA cannot list more tiles than there are
+        raise Failure(f"{call} returned a list of {len(items)} items, more than the {args['tiles']} tiles of the "
+                      "launch; a CTA lists each partial tile it computes part of once, at most two of them (the "
+                      "first and the last piece of its range).",
+                      {"input": args, "expected": want, "got": f"a list of {len(items)} items"})
     out = []
     for item in items:
         parts = list(item) if isinstance(item, (tuple, list)) else None
@@ -125,6 +130,17 @@ def _all(fn: str, learner: Learner, shape: dict, over: str) -> list | str:
 
 def _short(items: list) -> str:
     return "[" + ", ".join(map(str, items[:SHOWN])) + (f", ... ({len(items)} in all)]" if len(items) > SHOWN else "]")
+
+
+def _shown(value) -> str:
+    """``value`` as the message shows it: a long list cut after :data:`SHOWN` items."""
+    return _short(value) if isinstance(value, list) else str(value)
+
+
+def _span(first: int, last: int) -> str:
+    """CTAs ``first`` .. ``last`` as ``_runs`` writes them (``3-5``, ``4``), without listing them: ``last`` may be
+    a learner's answer, of any size."""
+    return "" if first > last else f"{first}" if first == last else f"{first}-{last}"
 
 
 def _runs(values: list[int]) -> str:
@@ -158,8 +174,8 @@ def verify(learner: Learner) -> str:
                 expected = REFERENCE[fn](**args)
                 checked += 1
                 if got != expected:
-                    raise Failure(f"{format_call(fn, args)}: expected {expected}, got {got}.\n"
-                                  + EXPLAIN[fn](learners[fn], args, expected, got),
+                    raise Failure(f"{format_call(fn, args)}: expected {expected}, got {_shown(got)}.\n"
+                                  + explained(lambda: EXPLAIN[fn](learners[fn], args, expected, got)),
                                   {"input": args, "expected": expected, "got": got})
     return passed_message(checked, "every CTA's range is its even share of the iterations in CTA order, every "
                           "partial tile has one owner (the CTA of its K-iteration 0) and its contributors, and "
@@ -318,10 +334,11 @@ def _explain_tile(learner: Learner, args: dict, expected, got) -> str:
                      f"is CTA {first}, the one that computes the tile's K-iteration 0.")
     if got_last < last:
         lines.append(f"The owner would add the partials of CTAs up to {got_last} only and store tile {tile} before the "
-                     f"partials of CTA(s) {_runs(list(range(max(got_last + 1, first + 1), last + 1)))} were added: a "
+                     f"partials of CTA(s) {_span(max(got_last + 1, first + 1), last)} were added: a "
                      "wrong result.")
     elif got_last > last:
-        lines.append(f"The owner would wait for the flag of CTA(s) {_runs(list(range(last + 1, got_last + 1)))}, "
+        beyond = f" (CTA {got_last} is not even in the grid of {shape['ctas']})" if got_last >= shape["ctas"] else ""
+        lines.append(f"The owner would wait for the flag of CTA(s) {_span(last + 1, got_last)}{beyond}, "
                      f"which compute none of tile {tile}: nobody raises it for this tile, so the kernel hangs (or "
                      "adds a stale partial from another tile: a wrong result).")
     total = shape["tiles"] * ipt

@@ -21,6 +21,8 @@ MEMORY_LIMIT_GIB = 4
 """How much memory the learner's code may take (on top of the checker's own; see :mod:`.child`)."""
 OUTPUT_CAP_BYTES = 64 << 10
 """How much of what the learner's code prints a check keeps."""
+CALLER_MEMORY_GIB = 2
+"""How much memory the checker's own work on the learner's answers may add to the caller (:mod:`.child`)."""
 
 
 @dataclass
@@ -83,6 +85,26 @@ class Failure(Exception):
         super().__init__(message)
         self.message = message
         self.first_failure = first_failure
+
+
+class Stopped(BaseException):
+    """The check cannot go on asking: the learner's process gives no more answers (it ended, hung, sent what is
+    not an answer), or the checker's own time is up. A BaseException, so that no ``except Exception`` in a checker
+    takes it for the learner's mistake."""
+
+
+def explained(explain: Callable[[], str]) -> str:
+    """``explain()``: the explanation of a wrong answer already found, which may ask the learner's code for more
+    answers and work on them. Where that runs out of the check's time or of the memory the checker allows its own
+    work, or the learner's code gives no more answers, one line says so, and the wrong answer found stands."""
+    try:
+        return explain()
+    except Stopped:
+        return ("(The rest of the explanation is left out: working it out from your other answers ran past the "
+                "check's time limit, or your code gave no more answers.)")
+    except (MemoryError, RecursionError):
+        return (f"(The rest of the explanation is left out: working it out from your other answers needed more than "
+                f"the {CALLER_MEMORY_GIB} GiB the checker allows its own work.)")
 
 
 class Unchecked(Exception):

@@ -27,6 +27,7 @@ RUN_TIMEOUT_S = 20
 COMPILE_TIMEOUT_S = 120
 MAX_EVENTS = 1_000_000    # a stand-in stops the program past this many events: a loop that never ends
 MAX_OUTPUT_BYTES = 64 << 20   # what a model may print: its events, a few MiB for the course's regions
+MAX_EXTRA_LINES = 1 << 16     # lines a model prints besides its events: what its driver says of threads and steps
 _time_limit_s: float | None = None
 
 PRELUDE = f"""// the host stand-ins shared by every model
@@ -118,7 +119,12 @@ def run(program: str, shown: str) -> list[list[str]]:
         raise Failure(f"{shown}: your region, run on the CPU, sent {proc.signals[0]['signal']} to the checker; the "
                       "run was stopped there.", {"input": shown, "expected": "the model's events",
                                                   "got": proc.signals[0]["signal"]})
-    lines = [line.split() for line in proc.stdout.text().splitlines()]
+    text = proc.stdout.text()
+    if text.count("\n") > MAX_EVENTS + MAX_EXTRA_LINES:     # counted before anything is split: no event is 2 lines
+        raise Failure(f"{shown}: your region, run on the CPU, printed more than {MAX_EVENTS} lines, more than the "
+                      "model's stand-ins can have events: a printf of your own in a loop? Remove it.",
+                      {"input": shown, "expected": "the model's events", "got": f"over {MAX_EVENTS} lines"})
+    lines = [line.split() for line in text.splitlines()]
     if lines and lines[-1] == ["TOO_MANY"]:
         raise Failure(f"{shown}: your region, run on the CPU, went on past {MAX_EVENTS} steps: a loop that never "
                       "ends (does its counter advance?). On the GPU the kernel would hang.",

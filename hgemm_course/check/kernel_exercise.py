@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Callable
 from ..paths import REPO_ROOT
 from ..target import FEATURES, RECORDED, Target
 from . import confine, host_model, sandbox, watch
-from .feedback import MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Failure, Unchecked
+from .feedback import CALLER_MEMORY_GIB, MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Failure, Unchecked
 from .loader import learner_file
 
 if TYPE_CHECKING:
@@ -542,16 +542,24 @@ def _check_kernel(exercise: KernelExercise, path: str | Path | None, gpu: bool |
     source, unchecked = None, None
     try:
         source = learner_file(exercise.file_name, path)
-        on, not_run = check_plan(exercise, gpu)
-        with sandbox.also_writable(watch.own_folders(source)):
-            compiled = compile_learner(exercise, source, on, timeout)
-            notes = cpu_checks(exercise, compiled)
-        if not_run is None:
-            notes.append(run_on_gpu(exercise, source, timeout=timeout, compiled=compiled))
-        else:
-            unchecked = f"the CPU part passed, but the kernel was not run: {not_run}"
+        on, not_run = check_plan(exercise, gpu)      # before the bound below: it may start CUDA's driver here
+        with sandbox.bounded_memory(CALLER_MEMORY_GIB << 30):   # what this process reads of the children's work
+            with sandbox.also_writable(watch.own_folders(source)):
+                compiled = compile_learner(exercise, source, on, timeout)
+                notes = cpu_checks(exercise, compiled)
+            if not_run is None:
+                notes.append(run_on_gpu(exercise, source, timeout=timeout, compiled=compiled))
+            else:
+                unchecked = f"the CPU part passed, but the kernel was not run: {not_run}"
     except Failure as failure:
         return CheckResult(exercise.name, False, failure.message, failure.first_failure, source=source)
+    except MemoryError:
+        return CheckResult(exercise.name, False,
+                           f"Checking your file needed more than the {CALLER_MEMORY_GIB} GiB the checker allows its own "
+                           "work on what the compiler, the host model of your regions or the GPU run gave back: do "
+                           "your regions unroll or print far more than the exercise asks?",
+                           {"input": None, "expected": "a verdict", "got": f"over {CALLER_MEMORY_GIB} GiB"},
+                           source=source)
     except Unchecked as why:
         unchecked = f"the CPU part passed, but {why}"
     listed = "\n".join(f"- {n}" for n in notes)

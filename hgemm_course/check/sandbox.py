@@ -22,7 +22,8 @@ The supervisor runs no learner code. It
 
 The caller's side is :class:`Box`: it starts the supervisor, reads its reports and the worker's output
 (capped at ``output_cap`` bytes a stream; the rest is counted, not kept; a report that is not one of the
-supervisor's is taken as the supervisor's end) and stops it. A supervisor stopped (SIGSTOP) or killed leaves
+supervisor's is taken as the supervisor's end) and stops it. :func:`bounded_memory` bounds the caller's own
+work on what a worker gave back (``RLIMIT_AS``, soft, for the length of a block). A supervisor stopped (SIGSTOP) or killed leaves
 nothing: the caller is a child subreaper while a box is open, so orphans come to it, and it kills every
 process the box started. :func:`run` is a whole
 run of one program: its exit status and capped output, within a time limit.
@@ -316,8 +317,11 @@ def descendants(root: int) -> list[int]:
 
 
 def supervise(config: dict, start) -> None:
-    """The supervisor's life: start the worker with ``start(config)`` and watch it until stopped."""
+    """The supervisor's life: start the worker with ``start(config)`` and watch it until stopped. It first takes
+    back the address space limit the caller had before :func:`bounded_memory` lowered it for its own work."""
     try:
+        if config.get("address_space"):
+            resource.setrlimit(resource.RLIMIT_AS, tuple(config["address_space"]))
         _Supervisor(config, start).main()
     finally:
         os._exit(0)
@@ -326,6 +330,33 @@ def supervise(config: dict, start) -> None:
 # ------------------------------------------------------------------------------------------ caller side
 
 _ALSO_WRITABLE: list[str] = []
+_CALLER_AS: list[tuple[int, int]] = []     # RLIMIT_AS as it was before each bounded_memory, outermost first
+
+
+def address_space() -> int:
+    """The bytes of address space this process has mapped now (VmSize)."""
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextlib.contextmanager
+def bounded_memory(extra_bytes: int):
+    """Inside, this process may map at most ``extra_bytes`` more than it has now (``RLIMIT_AS``, soft): past it an
+    allocation raises MemoryError instead of growing the caller without end. What a box starts inside runs
+    under the limit in force before (the supervisor takes it back, :func:`supervise`)."""
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    soft = address_space() + extra_bytes
+    if before[0] != resource.RLIM_INFINITY:
+        soft = min(soft, before[0])
+    if before[1] != resource.RLIM_INFINITY:
+        soft = min(soft, before[1])
+    resource.setrlimit(resource.RLIMIT_AS, (soft, before[1]))
+    _CALLER_AS.append(before)
+    try:
+        yield
+    finally:
+        _CALLER_AS.pop()
+        resource.setrlimit(resource.RLIMIT_AS, before)
 
 
 @contextlib.contextmanager
@@ -386,7 +417,8 @@ class Box:
             os.set_blocking(fd, False)
         config = {"status_fd": status_w, "command_fd": command_r, "caller_pid": os.getpid(), "stdout_fd": out_w,
                   "stderr_fd": err_w, "keep_fds": list(keep_fds), "limits": limits.__dict__, "cwd": cwd,
-                  "argv": argv, "env": env, "backstop_s": backstop_s, "writable": [*writable, *_ALSO_WRITABLE]}
+                  "argv": argv, "env": env, "backstop_s": backstop_s, "writable": [*writable, *_ALSO_WRITABLE],
+                  "address_space": list(_CALLER_AS[0]) if _CALLER_AS else None}
         passed = {status_w, command_r, out_w, err_w, *keep_fds}
         if argv is not None:
             self._process = subprocess.Popen([sys.executable, "-I", "-S", "-B", __file__, json.dumps(config)], pass_fds=sorted(passed),
