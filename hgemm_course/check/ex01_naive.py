@@ -6,7 +6,7 @@ which is what makes one mapping fast and its transpose slow.
 """
 from __future__ import annotations
 
-from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, mismatch, passed_message
+from .feedback import Exercise, Failure, Learner, as_int_pair, explained, format_call, mismatch, passed_message
 
 FUNCTION = "naive_thread_output"
 # (block_dim, grid_dim) pairs, each as (x, y): square, wide, tall and 1-D blocks; a square
@@ -81,7 +81,7 @@ def verify(learner: Learner) -> str:
                             first_wrong = (call, args, got)
         if first_wrong is not None:
             call, args, got = first_wrong
-            raise mismatch(call, args, reference(**args), got, _explain(learner))
+            raise mismatch(call, args, reference(**args), got, explained(lambda: _explain(learner)))
     sectors = warp_sectors(reference)
     return passed_message(cases, "every thread computes one element of C and x runs along a row",
                           "Coalesced: " + _sector_note(sectors) + ".")

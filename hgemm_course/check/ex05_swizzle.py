@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .feedback import Exercise, Learner, as_int, format_call, mismatch, passed_message, with_extra
+from .feedback import Exercise, Learner, as_int, explained, format_call, mismatch, passed_message, with_extra
 
 FUNCTION = "swizzle_128b"
 EXTRA = "swizzle_64b"       # the extra question: TMA's SWIZZLE_64B on 64-byte rows
@@ -54,7 +54,7 @@ def verify(learner: Learner) -> str:
                                "must be a permutation of 0-7.")
             got_row.append(got)
             if got != expected:
-                raise mismatch(call, args, expected, got, _explain(learner, row, chunk))
+                raise mismatch(call, args, expected, got, explained(lambda: _explain(learner, row, chunk)))
     passed = passed_message(ROWS * CHUNKS, f"{FUNCTION}: any 8 consecutive rows reading the same logical chunk hit "
                             "8 different physical chunks, so ldmatrix is conflict-free, and the map is TMA's SWIZZLE_128B")
     return with_extra(learner, passed, EXTRA, verify_64b, "TMA's SWIZZLE_64B on 64-byte rows, rows 0-255")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .feedback import Exercise, Learner, as_int, as_int_pair, format_call, mismatch, passed_message, with_extra
+from .feedback import (Exercise, Learner, as_int, as_int_pair, explained, format_call, mismatch, passed_message,
+                       with_extra)
 
 FUNCTION = "supertile_decode"
 EXTRA = "supertile_slot"        # the extra question: the inverse, tile -> launch slot
@@ -51,7 +52,7 @@ def verify(learner: Learner) -> str:
             cases += 1
             if got != expected:
                 raise mismatch(format_call(FUNCTION, args), args, expected, got,
-                               _explain(learner, args, expected, got))
+                               explained(lambda: _explain(learner, args, expected, got)))
     passed = passed_message(cases, f"{FUNCTION}: n runs fastest inside a super tile and super tiles go n-fastest; "
                             "blocks of partial edge super tiles outside the grid exit")
     return with_extra(learner, passed, EXTRA, verify_slot, "each tile's launch slot, the inverse of the decode")
