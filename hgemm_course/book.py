@@ -260,9 +260,10 @@ def landing_page(root: Path, chapter_paths: list[Path]) -> str:
     appendix_list = "\n".join(path.stem for path in appendices(root))
     from .viz import ladder_grid_data
 
-    figure = figure_block(LADDER, "The ladder on the H200: each rung's median time against its vendor baseline's "
-                                  f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded size. Every recorded run, with its provenance, is on the "
-                                  "[results page](results.md).")
+    figure = figure_block(LADDER, "The ladder on the H200: each rung's % of its vendor baseline "
+                                  f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded "
+                                  "size: the median over the recorded runs, the whisker their p10-p90. Every "
+                                  "recorded run, with its provenance, is on the [results page](results.md).")
     return f"""# hgemm-course
 
 {intro}
@@ -484,8 +485,9 @@ def ladder_section() -> str:
     runs = [(path, data) for path, data in load_runs(gpu=RECORDED_GPU) if path.name in files]
     from .viz import ladder_grid_data
 
-    figure = figure_block(LADDER, "Each rung's median time against its vendor baseline's "
-                                  f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded square size.")
+    figure = figure_block(LADDER, "Each rung's % of its vendor baseline "
+                                  f"({escaped(ladder_grid_data()['baseline'])}), timed in pairs, at every recorded "
+                                  "square size: the median over the recorded runs, the whisker their p10-p90.")
     return f"""## The ladder on the {RECORDED_GPU}
 
 README's table, written from the same records (`hgemm-course results --readme`): for each rung and size, the

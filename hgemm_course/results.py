@@ -21,6 +21,7 @@ import secrets
 import stat
 import statistics
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import device, target
@@ -313,6 +314,44 @@ README_BEGIN = "<!-- ladder-table:begin (written by `hgemm-course results --read
 README_END = "<!-- ladder-table:end -->"
 
 
+@dataclass(frozen=True)
+class LadderCell:
+    """One rung at one square size over its recorded runs: the median % of the vendor baseline and TFLOP/s, the
+    p10 and p90 of the %, and the runs themselves, oldest first."""
+    pct: float
+    low: float
+    high: float
+    tflops: float
+    runs: tuple
+
+    @property
+    def spread(self) -> str:
+        return f"{self.low:.1f}-{self.high:.1f}, {len(self.runs)} runs" if len(self.runs) > 1 else "1 run"
+
+    @property
+    def level(self) -> bool:
+        """Whether the runs' p10-p90 holds 100%: the records do not tell this rung from its baseline."""
+        return self.low <= 100.0 <= self.high
+
+
+def ladder_cells(records: list[dict]) -> dict[tuple[str, int], LadderCell]:
+    """Every (rung, n) recorded at n^3, over all the runs given (flat records, every run's: ``latest_only=False``):
+    only the paired ones where any run is paired (older runs shared one vendor median), and only those against the
+    baseline of the newest run there. The one rule README's table, the tour's summary and the ladder figure read."""
+    shown = [r for r in records if r.get("paired")] or records
+    runs: dict[tuple, list[dict]] = {}
+    for r in sorted(shown, key=lambda r: str(r.get("date", ""))):
+        if r["M"] == r["N"] == r["K"]:
+            runs.setdefault((r["rung"], r["M"]), []).append(r)
+    cells = {}
+    for key, rs in runs.items():
+        same = [r for r in rs if r.get("vendor") == rs[-1].get("vendor")]
+        pct, low, high = _runs_spread([r["pct_cublas"] for r in same])
+        cells[key] = LadderCell(pct, low, high, statistics.median(r.get("tflops", float("nan")) for r in same),
+                                tuple(same))
+    return cells
+
+
 def _runs_spread(values: list[float]) -> tuple[float, float, float]:
     """The median of a rung's recorded figures at one size and their p10 and p90 (inclusive: within the range)."""
     if len(values) == 1:
@@ -335,32 +374,19 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
     from .ladder import registry
 
     records = load_records(gpu=RECORDED_GPU, latest_only=False) if records is None else records
-    # paired timing (each launch beside a cuBLAS launch) once a run has it: older runs shared one cuBLAS median
-    paired = [r for r in records if r.get("paired")]
-    records = paired or records
+    paired = any(r.get("paired") for r in records)
     rungs = registry()          # the ladder's rungs: a run of gemm()'s plan alone adds no column
-    runs: dict[tuple, list[dict]] = {}
-    for r in sorted(records, key=lambda r: str(r["date"])):
-        if r["M"] == r["N"] == r["K"] and r["rung"] in rungs:
-            runs.setdefault((r["rung"], r["M"]), []).append(r)
-    newest = {key: rs[-1] for key, rs in runs.items()}
-    square = sorted({n for _, n in runs})
+    cells = {key: cell for key, cell in ladder_cells(records).items() if key[0] in rungs}
+    newest = {key: cell.runs[-1] for key, cell in cells.items()}
+    square = sorted({n for _, n in cells})
     head = "| rung | idea | " + " | ".join(f"{n}^3" for n in square) + " |"
     rows = [head, "|" + "---|" * (2 + len(square))]
-    shown = []
+    shown = [r for cell in cells.values() for r in cell.runs]
     for rung in rungs.values():
-        cells = []
-        for n in square:
-            if (rung.id, n) not in runs:
-                cells.append("-")
-                continue
-            same = [r for r in runs[rung.id, n] if r.get("vendor") == newest[rung.id, n].get("vendor")]
-            shown += same
-            pct, low, high = _runs_spread([r["pct_cublas"] for r in same])
-            tflops = statistics.median(r["tflops"] for r in same)
-            spread = f"{low:.1f}-{high:.1f}, {len(same)} runs" if len(same) > 1 else "1 run"
-            cells.append(f"{tflops:.1f} TF/s, **{pct:.1f}%** ({spread})")
-        rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | " + " | ".join(cells) + " |")
+        row = [cells.get((rung.id, n)) for n in square]
+        rows.append(f"| {rung.id} {rung.slug} | {rung.idea} | "
+                    + " | ".join("-" if c is None else f"{c.tflops:.1f} TF/s, **{c.pct:.1f}%** ({c.spread})"
+                                 for c in row) + " |")
     sources = sorted({(r["file"], r["gpu"], str(r["date"])[:10]) for r in shown})
     notes = "; ".join(f"`results/{f}` ({g}, {d})" for f, g, d in sources) or "none yet"
     of = baseline_label(newest.values(), per_shape=True)
@@ -390,24 +416,23 @@ SUMMARY_SIZES = (2048, 4096, 8192)    # the square sizes the tour's summary show
 
 def ladder_summary(records: list[dict] | None = None, sizes=SUMMARY_SIZES) -> dict:
     """The recorded ladder in brief, by the rules of README's table (:func:`ladder_markdown`: the H200's runs, paired
-    timing where it exists): % of the vendor baseline per rung (and gemm()'s plan) at a few square sizes, and the top
-    rung's figure at the largest of them. ``{"sizes", "rows": [(label, {n: pct})], "top": (label, n, pct, baseline) |
+    timing where it exists, every run's median and spread, :func:`ladder_cells`): % of the vendor baseline per rung
+    (and gemm()'s plan) at a few square sizes, and the top rung's at the largest of them. ``{"sizes", "rows":
+    [(label, {n: LadderCell})], "top": (label, n, LadderCell, baseline) |
     None, "baseline", "records", "runs"}``: "baseline" what the rows' % are of, with which vendor at which shape
     where they differ (:func:`hgemm_course.harness.baseline_label`); "records" and "runs" count everything recorded,
     for what the summary leaves out."""
     from .harness import baseline_label
     from .ladder import registry
 
-    records = load_records(gpu=RECORDED_GPU) if records is None else records
-    shown = [r for r in records if r.get("paired")] or records
-    cells = {(r["rung"], r["M"]): r for r in shown if r["M"] == r["N"] == r["K"] and r["M"] in sizes}
-    pct = {key: r["pct_cublas"] for key, r in cells.items()}
+    records = load_records(gpu=RECORDED_GPU, latest_only=False) if records is None else records
+    cells = {key: c for key, c in ladder_cells(records).items() if key[1] in sizes}
     labels = {rung.id: f"{rung.id} {rung.slug}" for rung in registry().values()} | {"plan": "plan (gemm())"}
-    rows = [(label, {n: pct[(rid, n)] for n in sizes if (rid, n) in pct})
-            for rid, label in labels.items() if any((rid, n) in pct for n in sizes)]
-    top = next(((labels[rid], sizes[-1], pct[(rid, sizes[-1])], baseline_label([cells[(rid, sizes[-1])]]))
-                for rid in reversed(registry()) if (rid, sizes[-1]) in pct), None)
-    drawn = [cells[(rid, n)] for rid in labels for n in sizes if (rid, n) in cells]
+    rows = [(label, {n: cells[(rid, n)] for n in sizes if (rid, n) in cells})
+            for rid, label in labels.items() if any((rid, n) in cells for n in sizes)]
+    top = next(((labels[rid], sizes[-1], cells[(rid, sizes[-1])], baseline_label([cells[(rid, sizes[-1])].runs[-1]]))
+                for rid in reversed(registry()) if (rid, sizes[-1]) in cells), None)
+    drawn = [c.runs[-1] for (rid, n), c in cells.items() if rid in labels]
     return {"sizes": tuple(sizes), "rows": rows, "top": top, "baseline": baseline_label(drawn, per_shape=True),
             "records": len(records),
             "runs": len({r["file"] for r in records})}
@@ -418,16 +443,30 @@ def format_ladder_summary(summary: dict) -> str:
     if not summary["rows"]:
         return "No recorded H200 results yet (`hgemm-course bench --record` on the H200 writes them)."
     width = max(len(label) for label, _ in summary["rows"])
-    lines = [f"% of {summary['baseline']}:", f"{'':<{width}}" + "".join(f"{f'{n}^3':>9}" for n in summary["sizes"])]
-    for label, pcts in summary["rows"]:
-        lines.append(f"{label:<{width}}" + "".join(f"{f'{pcts[n]:.1f}%' if n in pcts else '-':>9}"
-                                                   for n in summary["sizes"]))
+    cell_width = 22
+    lines = [f"% of {summary['baseline']}:",
+             f"{'':<{width}}" + "".join(f"{f'{n}^3':>{cell_width}}" for n in summary["sizes"])]
+    for label, cells in summary["rows"]:
+        lines.append(f"{label:<{width}}" + "".join(
+            f"{_summary_cell(cells[n]) if n in cells else '-':>{cell_width}}" for n in summary["sizes"]))
+    lines.append("Each cell: the median over the recorded runs, in brackets their p10-p90 and how many.")
     if summary["top"]:
-        label, n, pct, baseline = summary["top"]
-        lines.append(f"The top rung, {label}, reads {pct:.1f}% of {baseline} at {n}^3.")
+        label, n, cell, baseline = summary["top"]
+        if len(cell.runs) == 1:
+            lines.append(f"The top rung, {label}, reads {cell.pct:.1f}% of {baseline} at {n}^3 (1 run).")
+        else:
+            verdict = f"runs level with {baseline}" if cell.level else f"reads {cell.pct:.1f}% of {baseline}"
+            lines.append(f"The top rung, {label}, {verdict} at {n}^3 (median of {len(cell.runs)} runs, p10-p90 "
+                         f"{cell.low:.1f}-{cell.high:.1f}%).")
     lines.append(f"All {summary['records']} recorded rows, from {summary['runs']} runs and with the non-square shapes: "
                  "`hgemm-course results`.")
     return "\n".join(lines)
+
+
+def _summary_cell(cell: LadderCell) -> str:
+    if len(cell.runs) == 1:
+        return f"{cell.pct:.1f}% (1)"
+    return f"{cell.pct:.1f}% ({cell.low:.0f}-{cell.high:.0f}, {len(cell.runs)})"
 
 
 def results_command(folder: Path | None = None, *, as_json: bool = False) -> int:

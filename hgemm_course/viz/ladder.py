@@ -13,50 +13,54 @@ LEVEL_PCT = 5           # a median this close to 100% reads as level: cuBLAS's c
 
 
 def ladder_data(records=None, *, size=None):
-    """One bar per rung from recorded results: the record at ``size`` (M, N, K), else each rung's largest.
+    """One bar per rung from recorded results: its median over the recorded runs at the square ``size`` (M, N, K),
+    else at its largest recorded square size (:func:`hgemm_course.results.ladder_cells`).
 
-    ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
+    ``records``: :func:`hgemm_course.results.load_records` output, every run's (read from results/ when None).
     Returns ``{'rungs', 'pct_cublas', 'sizes', 'gpus', 'baseline'}`` sorted by rung, 'baseline' what the % are of
-    (:func:`hgemm_course.harness.baseline_label` of the records drawn).
+    (:func:`hgemm_course.harness.baseline_label` of the newest runs drawn).
     """
     from ..harness import baseline_label
+    from ..results import ladder_cells
 
-    records = _all_records() if records is None else records
     best = {}
-    for r in records:
-        key = (r["M"], r["N"], r["K"])
-        if size is not None and key != tuple(size):
-            continue
-        current = best.get(r["rung"])
-        if current is None or r["M"] * r["N"] * r["K"] > current["M"] * current["N"] * current["K"]:
-            best[r["rung"]] = r
+    for (rung, n), cell in sorted(ladder_cells(_all_records() if records is None else records).items()):
+        if size is None or (n, n, n) == tuple(size):
+            best[rung] = (n, cell)              # sorted by size: the largest last
     rungs = sorted(best)
-    return {"rungs": rungs, "pct_cublas": np.array([best[r]["pct_cublas"] for r in rungs], float),
-            "sizes": [(best[r]["M"], best[r]["N"], best[r]["K"]) for r in rungs],
-            "gpus": sorted({best[r]["gpu"] for r in rungs if best[r]["gpu"]}),
-            "baseline": baseline_label(best.values())}
+    return {"rungs": rungs, "pct_cublas": np.array([best[r][1].pct for r in rungs], float),
+            "sizes": [(best[r][0],) * 3 for r in rungs],
+            "gpus": sorted({x["gpu"] for r in rungs for x in best[r][1].runs if x.get("gpu")}),
+            "baseline": baseline_label(best[r][1].runs[-1] for r in rungs)}
 
 
 def ladder_grid_data(records=None):
-    """% of the vendor baseline per rung (rows) and square size (columns), NaN where nothing is recorded.
+    """% of the vendor baseline per rung (rows) and square size (columns): the median over the recorded runs, with
+    their p10 and p90, by README's rule (:func:`hgemm_course.results.ladder_cells`); NaN where nothing is recorded.
 
-    Returns ``{'rungs', 'sizes', 'pct_cublas' (len(rungs) x len(sizes)), 'gpus', 'baseline', 'baseline_shapes',
-    'baselines'}``: what the grid's % are of, that with which vendor at which shape where they differ, and per rung
-    what its row's % are of (:func:`hgemm_course.harness.baseline_label`).
+    Returns ``{'rungs', 'sizes', 'pct_cublas', 'low', 'high' (each len(rungs) x len(sizes)), 'runs' (counts), 'gpus',
+    'baseline', 'baseline_shapes', 'baselines'}``: what the grid's % are of, that with which vendor at which shape
+    where they differ, and per rung what its row's % are of (:func:`hgemm_course.harness.baseline_label`).
     """
     from ..harness import baseline_label
+    from ..results import ladder_cells
 
-    records = _all_records() if records is None else records
-    square = [r for r in records if r["M"] == r["N"] == r["K"]]
-    rungs = sorted({r["rung"] for r in square})
-    sizes = sorted({r["M"] for r in square})
-    grid = np.full((len(rungs), len(sizes)), np.nan)
-    for r in square:
-        grid[rungs.index(r["rung"]), sizes.index(r["M"])] = r["pct_cublas"]
-    return {"rungs": rungs, "sizes": sizes, "pct_cublas": grid,
-            "gpus": sorted({r["gpu"] for r in square if r["gpu"]}), "baseline": baseline_label(square),
-            "baseline_shapes": baseline_label(square, per_shape=True),
-            "baselines": {rung: baseline_label(r for r in square if r["rung"] == rung) for rung in rungs}}
+    cells = ladder_cells(_all_records() if records is None else records)
+    rungs = sorted({rung for rung, _ in cells})
+    sizes = sorted({n for _, n in cells})
+    grids = {name: np.full((len(rungs), len(sizes)), np.nan) for name in ("pct_cublas", "low", "high", "runs")}
+    for (rung, n), cell in cells.items():
+        at = rungs.index(rung), sizes.index(n)
+        for name, value in (("pct_cublas", cell.pct), ("low", cell.low), ("high", cell.high),
+                            ("runs", len(cell.runs))):
+            grids[name][at] = value
+    drawn = [r for cell in cells.values() for r in cell.runs]
+    newest = [cell.runs[-1] for cell in cells.values()]
+    return {"rungs": rungs, "sizes": sizes, **grids,
+            "gpus": sorted({r["gpu"] for r in drawn if r.get("gpu")}), "baseline": baseline_label(newest),
+            "baseline_shapes": baseline_label(newest, per_shape=True),
+            "baselines": {rung: baseline_label(c.runs[-1] for (r, _), c in cells.items() if r == rung)
+                          for rung in rungs}}
 
 
 def ladder_headline(data):
@@ -94,12 +98,14 @@ def ladder_figure(*, records=None, size=None) -> Figure:
     x = np.arange(len(data["rungs"]))
     width = 0.8 / len(data["sizes"])
     for j, n in enumerate(data["sizes"]):
-        ax.bar(x + (j - (len(data["sizes"]) - 1) / 2) * width, data["pct_cublas"][:, j], width, label=f"{n}^3",
-               **bar_style(j))
+        median, low, high = data["pct_cublas"][:, j], data["low"][:, j], data["high"][:, j]
+        ax.bar(x + (j - (len(data["sizes"]) - 1) / 2) * width, median, width, label=f"{n}^3",
+               yerr=np.nan_to_num(np.vstack([median - low, high - median])), capsize=1.5,
+               error_kw={"lw": 0.7}, **bar_style(j))
     ax.axhline(100, color="black", ls="--", lw=1)
     ax.set_xticks(x, data["rungs"])
     ax.set_xlabel("rung")
-    ax.set_ylabel(f"% of {data['baseline']}\n(same process, median)")
+    ax.set_ylabel(f"% of {data['baseline']}\n(median over the recorded runs, p10-p90)")
     ax.legend(title="size", fontsize=8)
     fig.suptitle(f"{ladder_headline(data)} on {', '.join(data['gpus']) or 'an unrecorded GPU'}")
     if data["baseline_shapes"] != data["baseline"]:
@@ -110,4 +116,4 @@ def ladder_figure(*, records=None, size=None) -> Figure:
 def _all_records():
     from ..results import load_records
 
-    return load_records()
+    return load_records(latest_only=False)
