@@ -63,6 +63,8 @@ class KernelExercise:
     description: str                # one line for ``hgemm-course check --list``
     ptx_rules: tuple[PtxRule, ...]  # instructions the finished region must produce
     structural: Callable[["Compiled"], str] | None = None  # raises Failure or returns a note
+    asm: Callable[["Compiled"], str] | None = None  # the learner's asm, checked before the resources once every
+                                                    # region is written: a wrong operand can make ptxas spill
     gpu_shapes: tuple[tuple[int, int, int], ...] = GPU_SHAPES
 
     @property
@@ -353,6 +355,7 @@ def _compile_message(exc, path: Path, shown: str) -> str:
 def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
     """Resources, PTX rules and the exercise's structural check; returns the notes of what passed."""
     shown = display_path(compiled.path)
+    asm = exercise.asm(compiled) if exercise.asm is not None and not compiled.untouched() else None
     if compiled.spills:
         raise Failure(f"{shown}: ptxas spills {compiled.spills} bytes to local memory ({compiled.registers} registers). "
                       "The rung's kernel does not spill; an array indexed with a value the compiler cannot "
@@ -381,6 +384,8 @@ def cpu_checks(exercise: KernelExercise, compiled: Compiled) -> list[str]:
              f"{compiled.target.describe()}): {compiled.registers} registers, no spills",
              "PTX has " + ", ".join(f"{count(compiled.opcodes, r.instruction)} x {r.instruction}"
                                     for r in exercise.ptx_rules)]
+    if asm:
+        notes.append(asm)
     if exercise.structural is not None:
         note = exercise.structural(compiled)
         if note:
