@@ -28,7 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from . import ex01_naive, ex02_tiling, ex03_wmma, ex04_ldmatrix, ex05_swizzle, ex05_swizzle_kernel, ex06_supertile
+from . import ex01_naive, ex02_tiling, ex03_cp_async, ex03_wmma, ex04_ldmatrix, ex04_mma_sync, ex05_swizzle
+from . import ex05_swizzle_kernel, ex06_supertile
 from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
 from . import ex11_persistent, ex11_tile_loop, ex12_streamk, ex13_small_skinny
 from . import confine
@@ -50,7 +51,8 @@ EXERCISES: dict[str, str] = {name: ex.description for name, ex in _REGISTRY.item
 
 _KERNEL_REGISTRY: dict[str, KernelExercise] = {
     module.EXERCISE.name: module.EXERCISE
-    for module in (ex03_wmma, ex05_swizzle_kernel, ex07_mbarrier, ex09_wgmma_loop, ex10_producer, ex11_tile_loop)
+    for module in (ex03_wmma, ex03_cp_async, ex04_mma_sync, ex05_swizzle_kernel, ex07_mbarrier, ex09_wgmma_loop,
+                   ex10_producer, ex11_tile_loop)
 }
 
 KERNEL_EXERCISES: dict[str, str] = {name: ex.description for name, ex in _KERNEL_REGISTRY.items()}
