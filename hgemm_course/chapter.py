@@ -1153,3 +1153,24 @@ def show_ceilings(record: dict) -> list[dict]:
         print(f"{r['name']:<46} {r['value']:9.1f} {r['unit']:<7} {per_cycle} {clock} {sheet}"
               + ("   <- the roofline's compute roof" if r["roof"] else ""))
     return rows
+
+
+def compare_step_with_rung(path: Path | str, label: str, rung_id: str, size: int):
+    """The SM-cycles verdict of a recorded ablation's step ``label`` against rung ``rung_id``'s newest recorded bench
+    launches at ``size``^3 (two runs, each launch's cycles logged by its timing build, which no clock moves),
+    printed under the two files; returns it, or None (printed) where either side kept no launches there."""
+    from . import ablation
+
+    path, prov, rows = ablation.load(path)
+    step = next(row for row in rows if row["label"] == label)
+    record = next((r for r in load_records() if r["rung"] == rung_id and r["M"] == r["N"] == r["K"] == size
+                   and str(r.get("date", "")) >= HOLD_SINCE and r.get("launch_clocks")), None)
+    ours = ablation.cycles_at(step, str(size))
+    if record is None or not ours:
+        print(f"No recorded launches of both {label} and rung {rung_id} at {size}^3.")
+        return None
+    judged = verdict.compare(label, ours, f"rung {rung_id}", [c["cycles"] for c in record["launch_clocks"]],
+                             f"SM cycles at {size}^3, two runs")
+    print(f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, "
+          f"results/{record['file']}):\n{judged}")
+    return judged

@@ -403,3 +403,11 @@ def test_each_measured_ceiling_is_its_work_per_cycle_at_its_clock(capsys):
             assert r["value"] == pytest.approx(r["flop_per_cycle"] * RECORDED.sm_count * r["ghz"] / 1e3, rel=1e-3)
     assert [r["name"] for r in rows if r["roof"]] == [next(r["name"] for r in rows if r["value"] == record["wgmma_tflops"])]
     assert "<- the roofline's compute roof" in capsys.readouterr().out
+
+
+def test_an_ablation_step_is_judged_against_a_rung_by_the_launches_of_both(capsys):
+    judged = chapter.compare_step_with_rung(chapter.ABLATION_03_TO_04, "04f + 4 stages", "05", 8192)
+    out = capsys.readouterr().out
+    assert judged is not None and "ablate_03_to_04.json" in out and "results/bench_" in out
+    assert judged.what == "SM cycles at 8192^3, two runs" and str(judged) in out
+    assert chapter.compare_step_with_rung(chapter.ABLATION_03_TO_04, "04f + 4 stages", "05", 333) is None
