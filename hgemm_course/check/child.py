@@ -447,9 +447,10 @@ def run_in_child(exercise: Exercise, *, source: Path | None = None, func: Callab
                     os.close(fd)
     finally:
         sys.dont_write_bytecode = writes_bytecode
-    changed = watch.changes(before, watch.snapshot())
+    after = watch.snapshot()
+    changed = watch.changes(before, after)
     if changed:
-        result = CheckResult(exercise.name, False, watch.message(changed),
+        result = CheckResult(exercise.name, False, watch.message(changed, watch.undo(before, after)),
                              {"input": None, "expected": "the course's files unchanged", "got": changed[:5]})
     result.source = source
     result.output, result.output_dropped = box.stdout.text(), box.stdout.dropped

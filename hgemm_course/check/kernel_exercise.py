@@ -533,9 +533,10 @@ def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gp
                                                              "got": "no verdict"})
     finally:
         sys.dont_write_bytecode = writes_bytecode
-    changed = watch.changes(before, watch.snapshot())
+    after = watch.snapshot()
+    changed = watch.changes(before, after)
     if changed:
-        return CheckResult(exercise.name, False, watch.message(changed),
+        return CheckResult(exercise.name, False, watch.message(changed, watch.undo(before, after)),
                            {"input": None, "expected": "the course's files unchanged", "got": changed[:5]},
                            source=result.source)
     return result

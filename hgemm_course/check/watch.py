@@ -10,14 +10,26 @@ one taken after, and a change is a FAIL that names the files. A snapshot holds, 
 mode and modification and status-change times: a rewrite changes the status-change time even when the
 modification time is put back. Numba's cache files are watched only where Landlock is missing, and
 those the checker's own references wrote are not counted (:mod:`hgemm_course.sim.cache` keeps their digests).
+Where Landlock is missing the top of the folders a later program reads code or settings from at its start are
+watched too (:func:`startup_folders`: the interpreter's ``bin``, IPython's startup folder, matplotlib's config).
+
+Nothing learner code leaves there outlives the check (:func:`undo`, where Landlock is missing): once every process
+of the check has ended, what it added, the caches it changed (bytecode, Numba's) and the records it changed are
+moved into a new folder of the system's temporary directory, so no later check loads them and ``hgemm-course
+results`` lists none of them. What cannot be put back (a changed source, a deleted file) is named, with how to
+restore it.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import shutil
 import site
+import stat
 import sys
 import sysconfig
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -25,6 +37,7 @@ from ..paths import PACKAGE_DIR, PTX_SNIPPETS_DIR, REPO_ROOT, results_dir, user_
 from . import confine
 
 NUMBA_SUFFIXES = (".nbi", ".nbc")   # Numba's cache
+CACHE_SUFFIXES = (".pyc", *NUMBA_SUFFIXES)   # what a later process loads and rebuilds when it is gone
 SHOWN = 5
 
 
@@ -51,6 +64,23 @@ def site_folders() -> list[Path]:
     names = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), site.getusersitepackages(),
              *site.getsitepackages()}
     return sorted({Path(n).resolve() for n in names if n})
+
+
+def startup_folders() -> list[Path]:
+    """Where a later program reads code or settings at its start, watched (at their top) where Landlock is missing:
+    the interpreter's ``bin`` (the ``hgemm-course`` command, ``python``), IPython's startup folder (what a notebook's
+    kernel runs first) and matplotlib's config folder (a ``matplotlibrc`` names the backend module it imports)."""
+    home = Path.home()
+    ipython = Path(os.environ.get("IPYTHONDIR") or home / ".ipython")
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    matplotlib = Path(os.environ.get("MPLCONFIGDIR") or config / "matplotlib")
+    folders = {Path(sys.prefix) / "bin", ipython / "profile_default" / "startup", matplotlib}
+    return sorted({f.resolve() for f in folders})
+
+
+def _tops() -> list[Path]:
+    """The folders whose top (files and folders, not below) a snapshot holds."""
+    return site_folders() + ([] if landlock() else [f for f in startup_folders() if f not in site_folders()])
 
 
 def protected() -> list[Path]:
@@ -81,9 +111,9 @@ def _digest(path: str) -> str | None:
 
 def snapshot() -> dict[str, tuple]:
     """Path -> (kind, size, inode, mode, mtime, ctime) for every file and folder under :func:`roots` and every
-    file at the top of :func:`site_folders`."""
+    file and folder at the top of :func:`site_folders` (and of :func:`startup_folders` where Landlock is missing)."""
     out: dict[str, tuple] = {}
-    for top in site_folders():
+    for top in _tops():
         try:
             names = os.listdir(top)
         except OSError:
@@ -94,7 +124,9 @@ def snapshot() -> dict[str, tuple]:
                 st = os.lstat(path)
             except OSError:
                 continue
-            if not os.path.isdir(path):
+            if stat.S_ISDIR(st.st_mode):         # a new package there imports where nothing did
+                out[path] = ("dir", 0, st.st_ino, st.st_mode)
+            else:
                 out[path] = ("file", st.st_size, st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
     for root in roots():
         if not root.exists():
@@ -115,8 +147,8 @@ def snapshot() -> dict[str, tuple]:
     return out
 
 
-def changes(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
-    """``path (changed)``, ``path (new)``, ``path (deleted)`` for every difference."""
+def _differences(before: dict[str, tuple], after: dict[str, tuple]) -> list[tuple[str, str]]:
+    """(path, "new" | "deleted" | "changed") for every difference, in path order."""
     from ..sim import cache as numba_cache
 
     out = []
@@ -124,20 +156,83 @@ def changes(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
         if path.endswith(NUMBA_SUFFIXES) and path in after and numba_cache.wrote(path, _digest(path)):
             continue             # written by the checker's own references, as they compiled
         if path not in before:
-            out.append(f"{path} (new)")
+            out.append((path, "new"))
         elif path not in after:
-            out.append(f"{path} (deleted)")
+            out.append((path, "deleted"))
         elif before[path] != after[path]:
-            out.append(f"{path} (changed)")
+            out.append((path, "changed"))
     return out
 
 
-def message(changed: list[str]) -> str:
-    """The FAIL's message for a check during which the course's files changed."""
+def changes(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+    """``path (changed)``, ``path (new)``, ``path (deleted)`` for every difference."""
+    return [f"{path} ({how})" for path, how in _differences(before, after)]
+
+
+def undo(before: dict[str, tuple], after: dict[str, tuple]) -> Path | None:
+    """Where Landlock is missing, once the check's processes have all ended: move what learner code may have left to
+    act later (every new file or folder, a changed cache file, a changed record) into a new private folder of the
+    system's temporary directory, under its own path; that folder, or None when there was nothing to move."""
+    if landlock():
+        return None              # learner code could write none of them: a change is another program's
+    records = [results_dir().resolve(), user_results_dir().resolve()]
+    targets: list[str] = []
+    for path, how in _differences(before, after):
+        if any(path.startswith(t + os.sep) for t in targets):
+            continue             # inside a new folder, which moves whole
+        record = any(Path(path).is_relative_to(folder) for folder in records)
+        if how == "new" or (how == "changed" and after[path][0] == "file" and (path.endswith(CACHE_SUFFIXES) or record)):
+            targets.append(path)
+    if not targets:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="hgemm-course-moved-"))
+    for path in targets:
+        _move(path, folder / path.lstrip(os.sep))
+    return folder
+
+
+def _move(path: str, dest: Path) -> None:
+    """Move ``path`` (a file, a link, a folder) to ``dest``, across file systems too; a FIFO, socket or device that
+    cannot be carried across is deleted. Nothing is followed through a link."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(path, dest)
+        return
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            return
+    try:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(mode):
+            shutil.copytree(path, dest, symlinks=True, ignore_dangling_symlinks=True)
+        elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+            shutil.copy2(path, dest, follow_symlinks=False)
+    except (OSError, shutil.Error):
+        pass                     # what could not be carried is deleted all the same
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def message(changed: list[str], moved: Path | None = None) -> str:
+    """The FAIL's message for a check during which the course's files changed (``moved``: where :func:`undo` put
+    what it moved)."""
     listed = "\n".join(f"  {line}" for line in changed[:SHOWN])
     more = f"\n  ... and {len(changed) - SHOWN} more" if len(changed) > SHOWN else ""
-    return ("While your code was checked, the course's own files or its results changed:\n"
+    text = ("While your code was checked, the course's own files or its results changed:\n"
             f"{listed}{more}\n"
             "A check must leave them as they were, so this one fails whatever your answers. If your code wrote "
-            "there, stop it (if another program did, such as a bench, check again once it has finished); then restore the files (git checkout -- FILE in the course's checkout, or "
-            "pip install --force-reinstall hgemm-course) and delete what it added.")
+            "there, stop it (if another program did, such as a bench, check again once it has finished)")
+    if moved is not None:
+        text += (f".\nWhat was added there, and the caches and records that changed, were moved to {moved}, so that "
+                 "nothing later loads or lists them (move back what another program wrote)")
+    return text + ("; then restore the files (git checkout -- FILE in the course's checkout, or pip install "
+                   "--force-reinstall hgemm-course) and delete what it added." if moved is None else
+                   "; restore any other file named above (git checkout -- FILE in the course's checkout, or pip "
+                   "install --force-reinstall hgemm-course).")
