@@ -15,7 +15,7 @@ What a call does, and what it leaves out on purpose:
   the whole launch: a call whose CuPy operands have the pointers, shapes, rung, GPU and stream of an earlier
   call checks their kinds, dtypes and layouts and launches the kernel with the arguments worked out then
   (:func:`_launch_again`), so it costs the host about what the bare kernel launch does; on a padded shape the
-  call's three launches (the copies in, the kernel, the copy out) are kept as one.
+  call's three launches (the copies in, the kernel, the copy out) are kept as one CUDA graph.
 """
 from __future__ import annotations
 
@@ -177,8 +177,8 @@ def _launch_padded(a, b, c, shape: tuple[int, int, int], keep: bool):
     """Launch C = A @ B through the kept buffers of the padded ``shape`` (padded.buffers): one launch copies A and
     B into their interiors, the planned kernel runs on the padded shape (through gemm(out=), so its launch is kept
     per the buffers' pointers), one launch copies C's corner out; an operand already of the padded shape is used
-    as it is. Returns (the three launches again as one call of no arguments, or None unless ``keep``; the
-    buffers)."""
+    as it is. Returns (the three launches again as one call of no arguments, one CUDA graph where they can be
+    (padded.as_graph), or None unless ``keep``; the buffers)."""
     (M, K), N = a.shape, b.shape[1]
     kept = padded.buffers(M, N, K, shape, _forget_padded)
     a_p = a if kept.a is None else kept.a                       # (Mp, Kp)
@@ -198,7 +198,7 @@ def _launch_padded(a, b, c, shape: tuple[int, int, int], keep: bool):
         for launch in launches:
             launch()
 
-    return again, kept
+    return padded.as_graph(launches, kept.stream) or again, kept
 
 
 def _forget_padded(dropped: padded.Buffers) -> None:

@@ -2,20 +2,21 @@
 # against its aligned neighbour and against torch.matmul on the same shape (issue 50, point 2; needs a GPU).
 """Times, per pair of shapes (ragged, aligned neighbour), these ways of C = A @ B, each into a preallocated C:
 
-  ragged        hgemm_course.gemm(a, b, out=c) on the ragged shape (the kept buffers and launches)
+  ragged        hgemm_course.gemm(a, b, out=c) on the ragged shape (the kept buffers, its three launches kept as
+                one CUDA graph)
+  launches      the same with the three launches kept one after another (padded.as_graph turned off while
+                they are kept), into C arrays of their own
+  padded_shape  hgemm_course.gemm(out=) on arrays of the padded shape itself: the kernel without the copies
   aligned       hgemm_course.gemm(a, b, out=c) on the aligned neighbour
   old_path      what the padded path did before: cupy.zeros and slice copies of A and B, gemm() on the padded
                 arrays into a new C, C's corner copied out with a slice assignment
   torch         torch.matmul(a, b, out=c) on the ragged shape (cuBLASLt), on the same stream
   torch_aligned torch.matmul on the aligned neighbour
-  graph         an experiment: the ragged call's kept launches (copies in, kernel, copy out) captured once into a
-                CUDA graph and launched as one, to see what a single launch a call would save the host (skipped,
-                saying why, where the capture fails or its C is wrong: rung 12's launches take a new epoch per call)
 
 Everything runs on one non-blocking stream, CuPy's and torch's. Each timed batch is ``calls`` back-to-back calls
-(no sync between them) between two CUDA events on the stream, the
-inputs rotated over enough sets to pass the 60 MB L2; the variants run in a fresh random order every round and the
-figure is the median over rounds of the time per call. The host's time to issue a batch is timed beside it (where
+(no sync between them) between two CUDA events on the stream, the inputs rotated over enough sets to pass the
+60 MB L2; the variants run in a fresh random order every round and the figure is the median over rounds of the time
+per call. The host's time to issue a batch is timed beside it (where
 it exceeds the events' time the GPU waited for the host). Before timing, every variant's C is checked against an
 FP32 reference with C poisoned with NaN. The table comes last.
 
@@ -25,17 +26,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import random
 import statistics
 import subprocess
 import time
+from pathlib import Path
 
 import cupy
 import numpy as np
 import torch
 
 import hgemm_course
-from hgemm_course import api, harness
+from hgemm_course import api, harness, padded
 
 PAIRS = ("1001x1003x1005:1000x1000x1008", "777x1001x1113:777x1000x1112", "2047x2049x2051:2048x2048x2048",
          "4095x4095x4095:4096x4096x4096")
@@ -72,31 +75,26 @@ def old_path(a, b, c):
     c[...] = hgemm_course.gemm(a_p, b_p)[:M, :N]
 
 
-def variants(ragged_sets, aligned_sets) -> dict:
-    """Each variant as a call of one argument, the index of the set to use."""
+def variants(ragged_sets, aligned_sets, padded_sets) -> dict:
+    """Each variant as (a call of one argument, the index of the set to use; its sets)."""
     def ours(sets):
         return lambda i: hgemm_course.gemm(sets[i][0], sets[i][1], out=sets[i][2])
 
     def theirs(sets):
         return lambda i: torch.matmul(sets[i][3], sets[i][4], out=sets[i][5])
 
-    return {"ragged": (ours(ragged_sets), ragged_sets), "aligned": (ours(aligned_sets), aligned_sets),
+    launch_sets = [(a, b, cupy.empty_like(c), *rest) for a, b, c, *rest in ragged_sets]
+    as_graph = padded.as_graph
+    padded.as_graph = lambda launches, stream: None         # these sets' calls keep their launches one by one
+    try:
+        for i in range(len(launch_sets)):
+            ours(launch_sets)(i)
+    finally:
+        padded.as_graph = as_graph
+    return {"ragged": (ours(ragged_sets), ragged_sets), "launches": (ours(launch_sets), launch_sets),
+            "padded_shape": (ours(padded_sets), padded_sets), "aligned": (ours(aligned_sets), aligned_sets),
             "old_path": (lambda i: old_path(*ragged_sets[i][:3]), ragged_sets),
             "torch": (theirs(ragged_sets), ragged_sets), "torch_aligned": (theirs(aligned_sets), aligned_sets)}
-
-
-def graph_variant(ragged_sets):
-    """Each set's kept padded launches (api._again) captured into a CUDA graph; one call launches one graph."""
-    stream = cupy.cuda.get_current_stream()
-    graphs = []
-    for a, b, c, *_ in ragged_sets:
-        again = api._again[api._again_key(a, b, c, None)]
-        stream.begin_capture()
-        try:
-            again()
-        finally:
-            graphs.append(stream.end_capture())
-    return lambda i: graphs[i].launch(stream)
 
 
 def wrong(call, sets) -> str | None:
@@ -128,21 +126,11 @@ def batch(call, sets, calls: int) -> tuple[float, float]:
 
 def time_pair(ragged, aligned, rounds: int, rng: random.Random, np_rng) -> dict:
     ragged_sets, aligned_sets = operand_sets(*ragged, np_rng), operand_sets(*aligned, np_rng)
-    ways = variants(ragged_sets, aligned_sets)
+    padded_sets = operand_sets(*api._rung(None).padded_shape(*ragged), np_rng)
+    ways = variants(ragged_sets, aligned_sets, padded_sets)
     for name, (call, sets) in ways.items():
         if (why := wrong(call, sets)) is not None:
-            raise SystemExit(f"{name} {ragged if sets is ragged_sets else aligned} is wrong: {why}")
-    for i in range(len(ragged_sets)):             # each set's padded launches kept, for the graphs
-        ways["ragged"][0](i)
-    try:
-        graph_call = graph_variant(ragged_sets)
-        why = wrong(graph_call, ragged_sets)
-    except Exception as exc:                      # noqa: BLE001 (the experiment's failure is reported, not raised)
-        why = f"capture failed: {type(exc).__name__}: {exc}"
-    if why is None:
-        ways["graph"] = (graph_call, ragged_sets)
-    else:
-        print(f"graph variant skipped at {ragged}: {why}")
+            raise SystemExit(f"{name} at {ragged} is wrong: {why}")
     calls = {}
     for name, (call, sets) in ways.items():        # warm-up, and the calls that make a batch of BATCH_S
         end = time.perf_counter() + 0.3
@@ -156,23 +144,27 @@ def time_pair(ragged, aligned, rounds: int, rng: random.Random, np_rng) -> dict:
         for name in order:
             call, sets = ways[name]
             times[name].append(batch(call, sets, calls[name]))
-    graph = [g[0] / a[0] for g, a in zip(times.get("graph", []), times["aligned"])]
+
+    def ratio(top, bottom):
+        return statistics.median(t[0] / b[0] for t, b in zip(times[top], times[bottom]))
+
     return {"sets": (len(ragged_sets), len(aligned_sets)), "calls": calls,
-            "graph_over_aligned": statistics.median(graph) if graph else float("nan"),
             "us": {name: statistics.median(t for t, _ in ts) for name, ts in times.items()},
             "host_us": {name: statistics.median(h for _, h in ts) for name, ts in times.items()},
-            "ragged_over_aligned": statistics.median(r[0] / a[0] for r, a in zip(times["ragged"], times["aligned"])),
-            "torch_over_ragged": statistics.median(t[0] / r[0] for t, r in zip(times["torch"], times["ragged"]))}
+            "ratios": {"ragged/aligned": ratio("ragged", "aligned"), "ragged/padded": ratio("ragged", "padded_shape"),
+                       "launches/aligned": ratio("launches", "aligned"), "torch/ragged": ratio("torch", "ragged")}}
 
 
 def provenance() -> str:
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    package = Path(hgemm_course.__file__).parent
+    digest = hashlib.sha256(b"".join((package / f).read_bytes() for f in ("api.py", "padded.py",
+                                                                          "kernels/copy_corners.cu"))).hexdigest()
     clocks = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu",
                              "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
     return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}  {props['name'].decode()}  "
-            f"commit {commit or '?'}  cupy {cupy.__version__}  torch {torch.__version__}  "
-            f"hgemm-course {hgemm_course.__version__}  nvidia-smi (sm, max sm, power, temp): {clocks}")
+            f"sha256 of api.py, padded.py, copy_corners.cu {digest[:12]}  cupy {cupy.__version__}  "
+            f"torch {torch.__version__}  nvidia-smi (sm, max sm, power, temp): {clocks}")
 
 
 def main(argv=None) -> None:
@@ -193,17 +185,19 @@ def main(argv=None) -> None:
               + ", ".join(f"{k} {v:.1f}" for k, v in found["host_us"].items()))
         rows.append((ragged, aligned, found))
     print(f"\nmedian of {args.rounds} rounds, us per call by CUDA events (back-to-back gemm(out=) calls, inputs rotated "
-          "past L2); ragged/aligned: median of the per-round ratios; % of torch: torch's time over ours on the ragged "
-          "shape")
-    print(f"{'ragged':>16} {'aligned':>16} {'ragged us':>10} {'aligned us':>11} {'ragged/aligned':>15} "
-          f"{'old path us':>12} {'torch us':>9} {'% of torch':>11} {'torch aligned us':>17} {'graph us':>9} "
-          f"{'graph/aligned':>14}")
+          "past L2); ratios: medians of the per-round ratios; % of torch: torch's time over ours on the ragged shape; "
+          "padded: gemm(out=) on the padded shape's own arrays; launches: the three launches without the graph")
+    names = ("ragged", "aligned", "ragged us", "host us", "aligned us", "ragged/aligned", "padded us", "ragged/padded",
+             "launches us", "launches/aligned", "old path us", "torch us", "% of torch", "torch aligned us")
+    print(" ".join(f"{n:>{max(len(n), 9)}}" for n in names))
     for ragged, aligned, f in rows:
-        us = f["us"]
-        print(f"{'x'.join(map(str, ragged)):>16} {'x'.join(map(str, aligned)):>16} {us['ragged']:10.1f} "
-              f"{us['aligned']:11.1f} {f['ragged_over_aligned']:15.3f} {us['old_path']:12.1f} {us['torch']:9.1f} "
-              f"{100 * f['torch_over_ragged']:10.1f}% {us['torch_aligned']:17.1f} {us.get('graph', float('nan')):9.1f} "
-              f"{f['graph_over_aligned']:14.3f}")
+        us, r = f["us"], f["ratios"]
+        cells = ("x".join(map(str, ragged)), "x".join(map(str, aligned)), f"{us['ragged']:.1f}",
+                 f"{f['host_us']['ragged']:.1f}", f"{us['aligned']:.1f}", f"{r['ragged/aligned']:.3f}",
+                 f"{us['padded_shape']:.1f}", f"{r['ragged/padded']:.3f}", f"{us['launches']:.1f}",
+                 f"{r['launches/aligned']:.3f}", f"{us['old_path']:.1f}", f"{us['torch']:.1f}",
+                 f"{100 * r['torch/ragged']:.1f}%", f"{us['torch_aligned']:.1f}")
+        print(" ".join(f"{c:>{max(len(n), 9)}}" for c, n in zip(cells, names)))
 
 
 if __name__ == "__main__":

@@ -70,6 +70,14 @@ def test_dropped_buffers_take_their_kept_launches_with_them(monkeypatch):
     assert api._again == {"replaced": other, "theirs": other}    # a key kept anew since stays
 
 
+def test_only_packed_launches_become_a_graph():
+    """Rung 12's kept launch takes a new epoch each call: a graph would freeze it, so it stays a launch of its own."""
+    from hgemm_course.ladder.packed import PackedLaunch
+
+    packed = PackedLaunch(lambda *_: None, (1,), (32,), (), stream=0)
+    assert padded.as_graph((packed, lambda: None, packed), None) is None
+
+
 # ---- the copy kernel's grid, against a NumPy twin of copy_corners.cu's index map -------------------------------
 
 def twin_copy_corners(copies, grid):
@@ -158,6 +166,23 @@ def test_padded_gemm_is_right_call_after_call(M, N, K):
     assert isinstance(c, np.ndarray) and _right(c, reference, K)
     kept = padded.buffers(M, N, K, api._rung(None).padded_shape(M, N, K))
     assert _borders_are_zero(kept, M, N, K)
+
+
+@pytest.mark.gpu
+def test_a_kept_padded_call_is_one_graph_on_rung_11():
+    """Where the plan runs rung 11 (its kept launch a PackedLaunch), gemm(out=) keeps the padded call as one CUDA
+    graph (padded.as_graph), which writes C right on the next calls."""
+    import cupy
+
+    M, N, K = 1001, 1003, 1005
+    a, b, reference = _inputs(M, N, K, 5, cupy)
+    out = cupy.full((M, N), cupy.nan, cupy.float16)
+    hgemm_course.gemm(a, b, out=out)
+    assert api._again[api._again_key(a, b, out, None)].__qualname__.startswith("as_graph")
+    for _ in range(2):
+        out.fill(cupy.nan)
+        hgemm_course.gemm(a, b, out=out)
+        assert _right(out, reference, K)
 
 
 @pytest.mark.gpu
