@@ -31,8 +31,12 @@ REGENERATE = "run `python -m hgemm_course.check.generate` and commit what it wri
 KEY_EXPRESSIONS = {
     "ex01_naive.py": ["block_idx[1] * block_dim[1] + thread_idx[1]"],
     "ex02_tiling.py": ["range(tid, tile_rows * per_row, threads)"],
+    "ex03_cp_async.cu": ["cp.async.cg.shared.global [%0], [%1], 16, %2;", "cp.async.wait_group %0;",
+                         "cp_async_wait_group<STAGES - 2>();"],
     "ex03_wmma.cu": ["wmma::mma_sync(acc[i][j]"],
     "ex04_ldmatrix.py": ["lane % 16, lane // 16", "lane % 8, lane // 8 % 2"],
+    "ex04_mma_sync.cu": ["ldmatrix.sync.aligned.m8n8.x4.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans",
+                         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "load_fragments((kk + 1) % 2"],
     "ex05_swizzle.py": ["chunk ^ (row % 8)", "XOR (r mod 8)", "chunk ^ (row // 2 % 4)"],
     "ex05_swizzle_kernel.cu": ["a_lane ^ (kk * 32)", "b_lane ^ (j * 32)", "(chunk / 8) * B_PANEL + swizzle_128b",
                                "chunk ^ (row / 4 % 2)"],
