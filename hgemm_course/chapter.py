@@ -46,9 +46,7 @@ def show_recorded(*rungs: str, sizes=None, one_stretch: bool = False) -> list[di
     for name in sorted({r["file"] for r in rows}):
         run = [r for r in rows if r["file"] == name]
         if one_stretch:
-            raw = {(r["rung"], r["M"], r["N"], r["K"]): r          # the run's own records, with every launch
-                   for r in json.loads((results_dir() / name).read_text())["records"]}
-            print(format_stretch_table([{**r, **raw[(r["rung"], r["M"], r["N"], r["K"])]} for r in run]))
+            print(format_stretch_table(with_samples(run)))
             print(f"recorded on the {run[0]['gpu']}, {str(run[0]['date'])[:10]}, results/{name}")
             continue
         print(f"RECORDED on the {run[0]['gpu']} ({name}, {str(run[0]['date'])[:10]}):")
@@ -830,14 +828,16 @@ def rung_changes(rung_a: str, rung_b: str) -> list[dict]:
 FULL_WAVES = 0.9    # the fraction of SM-tile slots a size's tiles must fill for size_sweep to count its waves full
 
 
-def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict:
+def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None, one_stretch: bool = False) -> dict:
     """The H800 post's test of wave quantization on the course's own records: is a rung's throughput flat across
     sizes? Per rung, from its newest recorded runs that held the stream (HOLD_SINCE) at sizes^3: TFLOP/s, the vendor
     baseline timed alongside (named in the table's heading), % of it, SM cycles and clock (where its timing build logged them), FLOP per SM cycle, and
     how full its waves are: tiles of C against the SM-tile slots (SMs x CTAs per SM, :func:`rung_parameters`) of
     the waves they take. Then, as verdicts (:func:`verdict.compare`), each size's SM cycles scaled to the largest
     size's work against the largest size's, and one line on the sizes whose tiles fill at least FULL_WAVES of their
-    slots: flat where all of them are level with the largest. Returns ``{rung: {"rows", "verdicts", "flat"}}``."""
+    slots: flat where all of them are level with the largest. With ``one_stretch``, TFLOP/s, Mcycles and GHz are one
+    stretch's, the timing build's (:func:`stretch_row`), and % vendor is the median pair's, with no vendor column.
+    Returns ``{rung: {"rows", "verdicts", "flat"}}``."""
     sms = target.RECORDED.sm_count
     out = {}
     for rung in rungs:
@@ -854,8 +854,8 @@ def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict
         print(f"RECORDED on the {next(iter(rows.values()))['gpu']} ({', '.join(files)}): rung {rung}, "
               f"{bm}x{bn} tiles, {slots} SM-tile slots ({sms} SMs x {slots // sms}); vendor: "
               f"{harness.baseline_label(rows.values(), per_shape=True)}")
-        print(f"{'size':>6}{'TFLOP/s':>9}{'vendor':>8}{'% vendor':>10}{'Mcycles':>9}{'GHz':>7}{'FLOP/SM-cycle':>15}"
-              f"{'tiles':>7}{'waves':>7}{'slots used':>12}")
+        print(f"{'size':>6}{'TFLOP/s':>9}{'' if one_stretch else 'vendor':>8}{'% vendor':>10}{'Mcycles':>9}{'GHz':>7}"
+              f"{'FLOP/SM-cycle':>15}{'tiles':>7}{'waves':>7}{'slots used':>12}")
         shown = []
         for n in sorted(rows):
             r = rows[n]
@@ -868,9 +868,15 @@ def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None) -> dict
             per_cycle = 2 * n**3 / (row["cycles"] * sms) if row["cycles"] else None
             row["flop_per_sm_cycle"] = per_cycle
             shown.append(row)
+            stretch = stretch_row(with_samples([r], folder)[0]) if one_stretch else None
+            if stretch is not None:
+                row.update(tflops=stretch["tflops"], pct_cublas=stretch["pct"], cycles=stretch["mcycles"] * 1e6,
+                           clock_ghz=stretch["ghz"])
+                per_cycle = row["flop_per_sm_cycle"] = 2 * n**3 / (row["cycles"] * sms)
             clocked = (f"{row['cycles'] / 1e6:>9.3f}{row['clock_ghz']:>7.3f}{per_cycle:>15,.0f}" if row["cycles"]
                        else f"{'-':>9}{'-':>7}{'-':>15}")
-            print(f"{n:>6}{r['tflops']:>9.1f}{r['cublas_tflops']:>8.1f}{r['pct_cublas']:>9.1f}%{clocked}"
+            vendor = "" if one_stretch else f"{r['cublas_tflops']:.1f}"
+            print(f"{n:>6}{row['tflops']:>9.1f}{vendor:>8}{row['pct_cublas']:>9.1f}%{clocked}"
                   f"{tiles:>7}{waves:>7}{used:>12.1%}")
         largest = shown[-1]
         judged = []                           # (verdict, row): each size against the largest
@@ -1040,6 +1046,34 @@ def source_excerpt(text: str, name: str) -> str:
     raise ValueError(f"the source has no banner '// ---- {name}:' and no definition of {name}")
 
 
+def source_lines(text: str, first: str, last: str) -> str:
+    """The lines of a source from the first that contains ``first`` through the next that contains ``last``: a
+    stretch of a kernel's body that no banner or function names. A ValueError names what is missing."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if first in line), None)
+    end = None if start is None else next((i for i in range(start, len(lines)) if last in lines[i]), None)
+    if end is None:
+        raise ValueError(f"the source has no line with {first!r} followed by one with {last!r}")
+    return "\n".join(lines[start:end + 1]) + "\n"
+
+
+def show_lines(where: str, first: str, last: str) -> str:
+    """Print :func:`source_lines` of a kernel or snippet source as it compiles, under the file's name; returns it."""
+    from .check.generate import without_markers
+
+    path = _source_file(where)
+    out = f"// {_shown_name(path)}\n{source_lines(without_markers(path.read_text()), first, last)}"
+    print(out, end="")
+    return out
+
+
+def _shown_name(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path(__file__).resolve().parent.parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def show_source(where: str, *names: str) -> str:
     """Print each named part (:func:`source_excerpt`) of a kernel or snippet source as it compiles (without the
     exercise's region markers), under the file's name; returns what it printed."""
@@ -1047,10 +1081,7 @@ def show_source(where: str, *names: str) -> str:
 
     path = _source_file(where)
     text = without_markers(path.read_text())
-    try:
-        shown = path.resolve().relative_to(Path(__file__).resolve().parent.parent).as_posix()
-    except ValueError:
-        shown = str(path)
+    shown = _shown_name(path)
     out = "\n".join(f"// {shown}: {name}\n{source_excerpt(text, name)}" for name in names)
     print(out, end="")
     return out
@@ -1063,6 +1094,19 @@ def _p10_p90(values) -> tuple[float, float]:
     import numpy as np
 
     return float(np.percentile(values, 10)), float(np.percentile(values, 90))
+
+
+def with_samples(rows: list[dict], folder=None) -> list[dict]:
+    """Flat records (:func:`hgemm_course.results.load_records`) with their run file's own record merged in: every
+    launch's samples, which the flat ones leave out."""
+    runs: dict[str, dict] = {}
+    out = []
+    for r in rows:
+        if r["file"] not in runs:
+            records = json.loads((Path(folder or results_dir()) / r["file"]).read_text())["records"]
+            runs[r["file"]] = {(x["rung"], x["M"], x["N"], x["K"]): x for x in records}   # the last of a key, as load_records
+        out.append({**r, **runs[r["file"]][(r["rung"], r["M"], r["N"], r["K"])]})
+    return out
 
 
 def stretch_row(r: dict) -> dict | None:

@@ -411,3 +411,21 @@ def test_an_ablation_step_is_judged_against_a_rung_by_the_launches_of_both(capsy
     assert judged is not None and "ablate_03_to_04.json" in out and "results/bench_" in out
     assert judged.what == "SM cycles at 8192^3, two runs" and str(judged) in out
     assert chapter.compare_step_with_rung(chapter.ABLATION_03_TO_04, "04f + 4 stages", "05", 333) is None
+
+
+def test_source_lines_read_a_stretch_of_a_kernel_body(capsys):
+    assert chapter.source_lines(CU, "// ---- prologue", "helper(0);").splitlines() == [
+        "    // ---- prologue: first ----", "    helper(0);"]
+    with pytest.raises(ValueError, match="no line"):
+        chapter.source_lines(CU, "helper(0);", "auto helper")
+    out = chapter.show_lines("06", "const int grid_m", "const int bid_n")
+    assert out.startswith("// hgemm_course/kernels/k06_supertile.cu\n") and "SUPER_M" in out
+
+
+def test_size_sweep_in_one_stretch_prints_tflops_at_the_clock_beside_it(capsys):
+    from hgemm_course.target import RECORDED
+
+    rows = chapter.size_sweep("05", sizes=(4096, 8192), one_stretch=True)["05"]["rows"]
+    for r in rows:
+        assert r["tflops"] == pytest.approx(r["flop_per_sm_cycle"] * RECORDED.sm_count * r["clock_ghz"] / 1e3, rel=1e-3)
+    assert "vendor  % vendor" not in capsys.readouterr().out
