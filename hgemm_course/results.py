@@ -24,7 +24,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import device, target
+from . import device, record_schema, target
 from .paths import require_writable, results_dir, user_results_dir, write_atomic
 
 RECORD_KEYS = ("rung", "M", "N", "K", "tflops", "cublas_tflops", "pct_cublas", "gpu", "date")
@@ -109,6 +109,9 @@ def _write_with_provenance(data: dict, kind: str, folder: Path | None) -> Path:
     stamp = prov["date"].replace(":", "").replace("-", "")[:15]
     # a random suffix: runs written in the same second (several processes at once) get different names
     path = folder / f"{kind}_{gpu_tag}_{stamp}_{secrets.token_hex(3)}.json"
+    if why := record_schema.file_problem(data, kind):     # --record's own rule: run_folder
+        raise ValueError(f"{path.name} is not written: {why} ({record_schema.SCHEMA_PATH.name} says what a "
+                         f"{kind} file holds)")
     return write_atomic(path, json.dumps(data, indent=1, default=float) + "\n")
 
 
@@ -153,78 +156,11 @@ def _read_run(path: Path) -> dict:
     return data
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _positive(value) -> bool:
-    return _number(value) and value > 0
-
-
-def _list_of(test):
-    return lambda value: isinstance(value, list) and all(test(v) for v in value)
-
-
-def _or_none(test):
-    return lambda value: value is None or test(value)
-
-
-TEXT = (lambda v: isinstance(v, str), "text")
-SIZE = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number of at least 1")
-NUMBER = (_number, "a number")
-NUMBER_OR_NULL = (_or_none(_number), "a number or null")
-SAMPLES = (_list_of(_positive), "a list of positive numbers")
-READINGS = (_list_of(_or_none(_number)), "a list of numbers or nulls")
-OBJECT = (lambda v: isinstance(v, dict), "an object")
-STALLS = (_list_of(lambda s: isinstance(s, dict) and isinstance(s.get("reason"), str) and _number(s.get("share_pct"))),
-          "a list of {reason, share_pct}")
-# What a field holds wherever a record has it, and what each kind's records must have: what their readers
-# (results, book, viz, the chapters) take for granted. A record that breaks them is skipped, with a warning.
-COMMON_FIELDS = {"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "gpu": (_or_none(TEXT[0]), "text or null"),
-                 "date": TEXT}
-VENDOR_MS = (_or_none(lambda v: isinstance(v, dict) and all(isinstance(k, str) and _positive(x) for k, x in v.items())),
-             "an object of vendor names and positive numbers, or null")
-_TIMED = {"ms": NUMBER_OR_NULL, "cublas_ms": NUMBER_OR_NULL, "samples_ms": SAMPLES, "cublas_samples_ms": SAMPLES,
-          "sm_clock_mhz": READINGS, "cublas_sm_clock_mhz": READINGS, "pct_cublas_pairwise": NUMBER_OR_NULL,
-          "vendor": TEXT, "vendor_ms": VENDOR_MS, "host_us": NUMBER_OR_NULL, "vendor_host_us": NUMBER_OR_NULL,
-          "vendors_host_us": VENDOR_MS}
-_PROFILE_METRICS = ("registers", "grid", "block", "smem_dynamic", "tensor_pipe_active_pct", "tensor_instructions",
-                    "issue_active_pct", "dram_read_bytes", "dram_write_bytes", "dram_bytes", "l2_hit_pct",
-                    "achieved_occupancy_pct", "warps_per_sm", "duration_ns", "sm_clock_mhz", "cycles",
-                    "sm_active_cycles", "sm_elapsed_cycles", "l2_read_requests", "l2_read_sectors", "dram_peak_pct")
-RECORD_FIELDS = {             # kind (the file name's first word) -> (fields it must have, fields checked if present)
-    "bench": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "tflops": NUMBER, "cublas_tflops": NUMBER,
-               "pct_cublas": NUMBER}, _TIMED),
-    "tune": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "pct_cublas": NUMBER},
-             {"tflops": NUMBER, "cublas_tflops": NUMBER, "config": OBJECT, "label": TEXT, **_TIMED}),
-    "profile": ({"rung": TEXT, "M": SIZE, "N": SIZE, "K": SIZE, "variant": TEXT},
-                {"top_stalls": STALLS, "stalls": OBJECT, "smem": OBJECT, **{name: NUMBER_OR_NULL for name in _PROFILE_METRICS}}),
-    "ceilings": ({"cublas_tflops": NUMBER},
-                 {"bandwidth_gbs": NUMBER, "mma_sync_bound": (_list_of(lambda b: isinstance(b, dict)), "a list of objects"),
-                  "mma_sync_peak": OBJECT,
-                  **{name: NUMBER_OR_NULL for name in ("fp32_tflops", "mma_sync_tflops", "datasheet_fp16_tflops",
-                                                       "datasheet_fp32_tflops", "datasheet_bandwidth_gbs")}}),
-    "model": ({"check": TEXT, "config": OBJECT, "quantity": TEXT}, {}),
-}
-
-
-def _shown(value) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def record_problem(record, kind: str = "bench") -> str | None:
-    """What makes ``record`` unreadable as a record of this kind of run (one phrase), or None when it is whole."""
-    if not isinstance(record, dict):
-        return f"is {_shown(record)}, not an object"
-    needed, optional = RECORD_FIELDS.get(kind.split("_")[0], ({}, {}))
-    missing = [key for key in needed if key not in record]
-    if missing:
-        return f"has no {', '.join(missing)}"
-    for key, (test, what) in {**COMMON_FIELDS, **optional, **needed}.items():
-        if key in record and not test(record[key]):
-            return f"has {key} = {_shown(record[key])}, not {what}"
-    return None
+    """What makes ``record`` unreadable as a record of this kind of run (one phrase), or None when it is whole: its
+    kind's schema (:mod:`hgemm_course.record_schema`), which holds what its readers (results, book, viz, the
+    chapters) take for granted."""
+    return record_schema.record_problem(record, kind)
 
 
 def _provenance_problem(prov: dict, kind: str) -> str | None:

@@ -1,8 +1,8 @@
 # Question: does sim.occupancy's CTAs-per-SM agree with the driver's occupancy calculator on the H200?
-# Results: results/occupancy_check_h200_20261129T1745.json (all 270 cases and the device limits agree).
+# Results: results/occupancy_check_nvidia-h200_*.json (every case and the device limits, with provenance).
 """Check hgemm_course.sim.occupancy against the CUDA driver's occupancy calculator on the H200.
 
-    python3 research/check_occupancy_h200.py results/occupancy_check_h200.json
+    python3 research/check_occupancy_h200.py results
 
 Compiles one register-hungry dummy kernel per ``--maxrregcount`` cap (NVRTC, through
 hgemm_course.build), loads each cubin with the driver API, reads the registers the driver
@@ -10,17 +10,17 @@ sees (``CU_FUNC_ATTRIBUTE_NUM_REGS``), and for every (threads, dynamic shared me
 compares ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (what
 ``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` answers) with ``ctas_per_sm``. The device's
 own limits are compared with ``hgemm_course.sim.occupancy.H200`` too. Writes a JSON of every
-case and exits 1 if any disagrees. Needs an sm_90 GPU.
+case with the run's provenance (hgemm_course.results.write_report) and exits 1 if any disagrees. Needs an sm_90 GPU.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from cuda.bindings import driver
 
+from hgemm_course import results
 from hgemm_course.build import compile_cuda
 from hgemm_course.sim.occupancy import H200, occupancy_report
 
@@ -113,7 +113,7 @@ def compare(function, registers, static_smem, threads, dynamic_smem):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("output", type=Path, help="where to write the JSON of model vs hardware")
+    parser.add_argument("folder", type=Path, help="the folder to write the report of model vs hardware into")
     args = parser.parse_args(argv)
 
     device = open_device()
@@ -127,11 +127,10 @@ def main(argv=None):
                   for threads in THREADS for smem in SMEM_BYTES]
     limits_agree = all(v["device"] == v["model"] for v in limits.values())
     disagreements = [c for c in cases if not c["agree"]]
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"device_limits": limits, "limits_agree": limits_agree, "cases": cases,
-                                       "disagreements": len(disagreements)}, indent=1) + "\n")
+    path = results.write_report({"device_limits": limits, "limits_agree": limits_agree, "cases": cases,
+                                  "disagreements": len(disagreements)}, kind="occupancy_check", folder=args.folder)
     print(f"{len(cases) - len(disagreements)}/{len(cases)} cases agree; device limits "
-          f"{'match' if limits_agree else 'DIFFER from'} the model; written to {args.output}")
+          f"{'match' if limits_agree else 'DIFFER from'} the model; written to {path}")
     for case in disagreements:
         print(f"  threads={case['threads']} regs={case['registers']} smem={case['static_smem']}+"
               f"{case['dynamic_smem']}: model {case['model']}, hardware {case['hardware']}")

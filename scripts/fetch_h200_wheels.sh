@@ -12,7 +12,7 @@ plat=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 
       --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any)
 pkgs=(numpy==2.4.6 nbval nbformat nbclient ipykernel jupyter_client jupyter_core traitlets pyzmq tornado comm
       debugpy ipython ipython_pygments_lexers matplotlib-inline nest_asyncio fastjsonschema jsonschema
-      jsonschema-specifications referencing rpds-py platformdirs prompt_toolkit wcwidth jedi parso decorator
+      jsonschema-specifications referencing rpds-py attrs platformdirs prompt_toolkit wcwidth jedi parso decorator
       pexpect ptyprocess stack_data executing asttokens pure_eval
       hatchling packaging pathspec pluggy trove-classifiers tomlkit editables nvidia-cuda-crt==13.0.88
       "nvidia-cuda-nvdisasm<14")
