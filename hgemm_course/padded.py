@@ -110,9 +110,9 @@ def _function(device_id: int):
 def as_graph(launches: tuple, stream) -> Callable[[], None] | None:
     """``launches`` (PackedLaunches, run in this order) captured once into a CUDA graph, and a call of no arguments
     that launches the graph on ``stream`` (a CuPy stream, theirs): one driver call instead of one per launch. On the
-    H200 the graph of the three launches of a 1001 x 1003 x 1005 call took the host 2.5 us against 18.3 for the
-    three launches one after another (results/logs/padded_vs_aligned_h200_20261204T0224.txt), more than the GPU's
-    16.5 us. None where a launch is no PackedLaunch (rung 12's takes a new epoch on every call, which a graph would
+    H200 a 1001 x 1003 x 1005 gemm(out=) kept as a graph took the host 5.0 us a call, below the GPU's 16.3 us,
+    against 16.5 us for the three launches one after another (results/logs/padded_vs_aligned_h200_20261204T0231.txt).
+    None where a launch is no PackedLaunch (rung 12's takes a new epoch on every call, which a graph would
     freeze) or the capture is refused. Captured on a stream of this GPU's own, since the legacy default stream
     cannot capture; a graph runs on any stream."""
     if not all(isinstance(launch, PackedLaunch) for launch in launches):

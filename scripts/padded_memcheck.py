@@ -1,5 +1,8 @@
 # Question: are gemm()'s padded-path copies (kernels/copy_corners.cu) and its kept launches clean under
-# compute-sanitizer? Run as `compute-sanitizer --tool memcheck python3 scripts/padded_memcheck.py` (needs a GPU).
+# compute-sanitizer? Run as `compute-sanitizer --tool memcheck --report-api-errors no python3
+# scripts/padded_memcheck.py` (needs a GPU): cuda.bindings asks the driver for entry points it lacks
+# (cuGetProcAddress), which memcheck otherwise counts as errors (results/logs/padded_memcheck_h200_20261204T0231.txt:
+# 34 such, no memory errors).
 """A few ragged shapes (N or K off a multiple of 8, tails of every tile, one row), each into the same out three
 times (the second and third through the kept launches), on the default stream and on a stream of its own."""
 import cupy
