@@ -13,12 +13,20 @@ def test_row_mod_4_is_a_2_way_conflict():
     result = check("ex05", lambda row, chunk: chunk ^ (row % 4))
     assert not result.passed
     assert result.first_failure == {"input": {"row": 4, "chunk": 0}, "expected": 4, "got": 0}
-    assert "a 2-way conflict" in result.message
+    assert "2 of them (rows 0, 4) hit banks 0-3, a 2-way conflict" in result.message
+
+
+def test_no_message_gives_the_formula():
+    """A wrong answer is explained by what it does, never by the swizzle's formula."""
+    for wrong in (lambda row, chunk: chunk, lambda row, chunk: chunk ^ (row % 4), lambda row, chunk: (chunk + row) % 8):
+        message = check("ex05", wrong).message
+        assert "row % 8" not in message and "^" not in message and "XOR" not in message, message
 
 
 def test_rotation_is_conflict_free_but_not_the_swizzle():
     result = check("ex05", lambda row, chunk: (chunk + row) % 8)
     assert not result.passed and "conflict-free" in result.message and "SWIZZLE_128B" in result.message
+    assert "TMA's SWIZZLE_128B puts that chunk of row 1 on physical chunk 0, yours on 2" in result.message
 
 
 def test_unreduced_row_leaves_the_row():

@@ -92,12 +92,15 @@ def _explain(learner: Learner, row: int, chunk: int) -> str:
         if ways == 8:
             return (f"The 8 {rows} reading logical chunk {chunk} would all hit physical chunk {busiest}, "
                     f"banks {4 * busiest}-{4 * busiest + 3}: an 8-way conflict.")
+        sharing = [first + i for i, p in enumerate(physical) if p == busiest]
         return (f"The 8 {rows} reading logical chunk {chunk} land on physical chunks {physical}: "
-                f"{ways} of them hit banks {4 * busiest}-{4 * busiest + 3}, a {ways}-way conflict. "
-                "XOR with all three low bits of the row (row % 8) spreads them over all 8 chunks.")
+                f"{ways} of them (rows {', '.join(map(str, sharing))}) hit banks {4 * busiest}-{4 * busiest + 3}, "
+                f"a {ways}-way conflict. Any 8 consecutive rows must put one logical chunk on 8 different "
+                "physical chunks.")
     return (f"Your map is conflict-free for {rows} reading logical chunk {chunk} (physical chunks "
-            f"{physical}), but it is not the 128B swizzle: TMA's SWIZZLE_128B and the kernel's ldmatrix "
-            "addresses both use chunk ^ (row % 8), and the reader must use the writer's map.")
+            f"{physical}), but it is not the 128B swizzle: TMA's SWIZZLE_128B puts that chunk of row {row} on "
+            f"physical chunk {_reference(row, chunk)}, yours on {_physical(learner, row, chunk)}, and the kernel's "
+            "ldmatrix addresses must read where TMA wrote: the reader must use the writer's map.")
 
 
 def draw(learner: Learner, path: Path) -> Path:
@@ -113,7 +116,7 @@ def draw(learner: Learner, path: Path) -> Path:
     fig = Figure(figsize=(9, 6.5), layout="constrained")
     axes = fig.subplots(1, 2)
     titles = [f"Yours: worst column read is {'conflict-free' if worst == 1 else f'{worst}-way'}",
-              "Reference chunk ^ (row % 8): conflict-free"]
+              "TMA's SWIZZLE_128B: conflict-free"]
     for ax, table, title in zip(axes, (mine, ref), titles):
         _draw_table(ax, table, ref if table is mine else None)
         ax.set_title(title, fontsize=10)
