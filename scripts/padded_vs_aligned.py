@@ -7,6 +7,8 @@
   launches      the same with the three launches kept one after another (padded.as_graph turned off while
                 they are kept), into C arrays of their own
   padded_shape  hgemm_course.gemm(out=) on arrays of the padded shape itself: the kernel without the copies
+  padded64      the same on the shape with N and K, where off a multiple of 8, rounded up to 64 instead (rows of
+                128 bytes: the plan charges rows off 128 bytes, plan.ROW_ALIGN_BYTES): a padding the path could take
   aligned       hgemm_course.gemm(a, b, out=c) on the aligned neighbour
   old_path      what the padded path did before: cupy.zeros and slice copies of A and B, gemm() on the padded
                 arrays into a new C, C's corner copied out with a slice assignment
@@ -75,7 +77,15 @@ def old_path(a, b, c):
     c[...] = hgemm_course.gemm(a_p, b_p)[:M, :N]
 
 
-def variants(ragged_sets, aligned_sets, padded_sets) -> dict:
+def padded64(M: int, N: int, K: int) -> tuple[int, int, int]:
+    """N and K, where off a multiple of 8, rounded up to a multiple of 64 halves (128-byte rows)."""
+    def up(x):
+        return x if x % 8 == 0 else -(-x // 64) * 64
+
+    return M, up(N), up(K)
+
+
+def variants(ragged_sets, aligned_sets, padded_sets, padded64_sets) -> dict:
     """Each variant as (a call of one argument, the index of the set to use; its sets)."""
     def ours(sets):
         return lambda i: hgemm_course.gemm(sets[i][0], sets[i][1], out=sets[i][2])
@@ -92,7 +102,8 @@ def variants(ragged_sets, aligned_sets, padded_sets) -> dict:
     finally:
         padded.as_graph = as_graph
     return {"ragged": (ours(ragged_sets), ragged_sets), "launches": (ours(launch_sets), launch_sets),
-            "padded_shape": (ours(padded_sets), padded_sets), "aligned": (ours(aligned_sets), aligned_sets),
+            "padded_shape": (ours(padded_sets), padded_sets), "padded64": (ours(padded64_sets), padded64_sets),
+            "aligned": (ours(aligned_sets), aligned_sets),
             "old_path": (lambda i: old_path(*ragged_sets[i][:3]), ragged_sets),
             "torch": (theirs(ragged_sets), ragged_sets), "torch_aligned": (theirs(aligned_sets), aligned_sets)}
 
@@ -127,7 +138,7 @@ def batch(call, sets, calls: int) -> tuple[float, float]:
 def time_pair(ragged, aligned, rounds: int, rng: random.Random, np_rng) -> dict:
     ragged_sets, aligned_sets = operand_sets(*ragged, np_rng), operand_sets(*aligned, np_rng)
     padded_sets = operand_sets(*api._rung(None).padded_shape(*ragged), np_rng)
-    ways = variants(ragged_sets, aligned_sets, padded_sets)
+    ways = variants(ragged_sets, aligned_sets, padded_sets, operand_sets(*padded64(*ragged), np_rng))
     for name, (call, sets) in ways.items():
         if (why := wrong(call, sets)) is not None:
             raise SystemExit(f"{name} at {ragged} is wrong: {why}")
@@ -152,6 +163,7 @@ def time_pair(ragged, aligned, rounds: int, rng: random.Random, np_rng) -> dict:
             "us": {name: statistics.median(t for t, _ in ts) for name, ts in times.items()},
             "host_us": {name: statistics.median(h for _, h in ts) for name, ts in times.items()},
             "ratios": {"ragged/aligned": ratio("ragged", "aligned"), "ragged/padded": ratio("ragged", "padded_shape"),
+                       "padded64/padded": ratio("padded64", "padded_shape"),
                        "launches/aligned": ratio("launches", "aligned"), "torch/ragged": ratio("torch", "ragged")}}
 
 
@@ -186,15 +198,17 @@ def main(argv=None) -> None:
         rows.append((ragged, aligned, found))
     print(f"\nmedian of {args.rounds} rounds, us per call by CUDA events (back-to-back gemm(out=) calls, inputs rotated "
           "past L2); ratios: medians of the per-round ratios; % of torch: torch's time over ours on the ragged shape; "
-          "padded: gemm(out=) on the padded shape's own arrays; launches: the three launches without the graph")
+          "padded: gemm(out=) on the padded shape's own arrays; padded64: on N and K rounded to 64 instead; launches: "
+          "the three launches without the graph")
     names = ("ragged", "aligned", "ragged us", "host us", "aligned us", "ragged/aligned", "padded us", "ragged/padded",
-             "launches us", "launches/aligned", "old path us", "torch us", "% of torch", "torch aligned us")
+             "padded64 us", "padded64/padded", "launches us", "launches/aligned", "old path us", "torch us", "% of torch", "torch aligned us")
     print(" ".join(f"{n:>{max(len(n), 9)}}" for n in names))
     for ragged, aligned, f in rows:
         us, r = f["us"], f["ratios"]
         cells = ("x".join(map(str, ragged)), "x".join(map(str, aligned)), f"{us['ragged']:.1f}",
                  f"{f['host_us']['ragged']:.1f}", f"{us['aligned']:.1f}", f"{r['ragged/aligned']:.3f}",
-                 f"{us['padded_shape']:.1f}", f"{r['ragged/padded']:.3f}", f"{us['launches']:.1f}",
+                 f"{us['padded_shape']:.1f}", f"{r['ragged/padded']:.3f}", f"{us['padded64']:.1f}",
+                 f"{r['padded64/padded']:.3f}", f"{us['launches']:.1f}",
                  f"{r['launches/aligned']:.3f}", f"{us['old_path']:.1f}", f"{us['torch']:.1f}",
                  f"{100 * r['torch/ragged']:.1f}%", f"{us['torch_aligned']:.1f}")
         print(" ".join(f"{c:>{max(len(n), 9)}}" for c, n in zip(cells, names)))
