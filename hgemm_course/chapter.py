@@ -597,6 +597,12 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
                   "only the ratio to the vendor baseline is from the same run, and SM cycles, where a profile is recorded, do not move "
                   "with the clock")
 
+    _show_profile(rung, size, folder, out)
+    return out
+
+
+def _show_profile(rung: str, size: int, folder, out: dict, model_note: str | None = None) -> None:
+    """Print the rung's recorded profile at size^3 and its cycles against cuBLAS's and the mma.sync floor, into ``out``."""
     try:
         profile = importlib.import_module(f"{__package__}.profile")     # written separately; may be absent
         record = profile.recorded_profile(rung, M=size, folder=None if folder is None else Path(folder) / "profiles")
@@ -610,11 +616,67 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
         text = profile.describe(record)
         if text:
             print(text)
-        out["cycles"] = _place_in_cycles(rung, size, record, profile, folder)
+        out["cycles"] = _place_in_cycles(rung, size, record, profile, folder, model_note=model_note)
+
+
+def place_in_cycles(rung: str, size: int = 8192, *, folder=None) -> dict:
+    """Where an mma.sync or wgmma rung stands at ``size``^3 in the one unit no clock moves: its newest bench record's
+    matrix work per SM cycle (its timing build's median launch, :func:`stretch_row`) against each roof of its
+    instruction in the newest ceilings record, each roof's loop counted in its own SM cycles; the % of the vendor
+    baseline, from the launches alternated with it, with its p10-p90; then the recorded profile, as
+    :func:`place_on_ceilings` prints it. Returns ``{"rung", "size", "flop_per_cycle", "roofs", "pct_vendor", ...}``."""
+    from .ceilings import rung_bound
+    from .roofline import recorded_ceilings
+
+    out: dict = {"rung": rung, "size": size, "flop_per_cycle": None, "roofs": {}, "profile": None}
+    rows = [r for r in load_records(folder) if r["rung"] == rung and r["M"] == r["N"] == r["K"] == size
+            and r.get("launch_clocks")]
+    stretch = stretch_row(with_samples(rows[:1], folder)[0]) if rows else None
+    if stretch is None:
+        print(f"No recorded bench of rung {rung} at {size}^3 with its launches' cycles: `hgemm-course bench {rung} "
+              f"--sizes {size}` on a GPU records one.")
+    else:
+        row, sms = rows[0], target.RECORDED.sm_count
+        per_cycle = 2 * size**3 / (stretch["mcycles"] * 1e6 * sms)
+        out.update(flop_per_cycle=per_cycle, pct_vendor=stretch["pct"], file=row["file"])
+        print(f"RECORDED on the {row['gpu']} ({row['file']}, {row['date'][:10]}): rung {rung} at {size}^3, its timing "
+              f"build's median launch: {stretch['mcycles']:.3f} Mcycles at {stretch['ghz']:.3f} GHz, {per_cycle:,.0f} "
+              f"flop per SM cycle ({sms} SMs); {stretch['pct']:.1f}% of {harness.baseline_label([row])} "
+              f"(p10-p90 {stretch['pct_p10']:.1f}-{stretch['pct_p90']:.1f}), launches alternated")
+        ceilings = recorded_ceilings(folder) or {}
+        extra = get(rung).extra
+        tiles = extra.get("tiles", {})
+        warps, wm, wn = extra.get("threads", 256) // 32, tiles.get("wm", 64), tiles.get("wn", 64)
+        roofs = []
+        if _instruction(rung) == "mma.sync":
+            bound = rung_bound(ceilings, (warps, wm, wn))
+            if bound:
+                roofs.append((f"mma.sync loop, {warps} warps/SM of {wm}x{wn}, ldmatrix", bound))
+            peak = ceilings.get("mma_sync_peak") or {}
+            best = next((r for r in ceilings.get("mma_sync_bound", ()) if r["feed"] == "registers"
+                         and r["warps_per_sm"] == peak.get("warps_per_sm")
+                         and list(r["warp_tile"]) == list(peak.get("warp_tile", ()))), None)
+            if best:
+                roofs.append((f"mma.sync loop, {best['warps_per_sm']} warps of {best['warp_tile'][0]}x"
+                              f"{best['warp_tile'][1]}, registers", best))
+        elif ceilings.get("wgmma_flop_per_sm_cycle"):
+            roofs.append(("wgmma loop", {"flop_per_sm_cycle": ceilings["wgmma_flop_per_sm_cycle"]}))
+        roofs = [(label, r) for label, r in roofs if r.get("flop_per_sm_cycle")]
+        if roofs:
+            print(f"RECORDED ceilings on the {ceilings['gpu']} ({ceilings['file']}, {ceilings['date'][:10]}), in flop "
+                  "per SM cycle, which no clock moves:")
+            print(f"  {'roof':<48}{'flop/SM cycle':>14}{'rung ' + rung + ' is':>14}")
+            for label, r in roofs:
+                pct = 100 * per_cycle / r["flop_per_sm_cycle"]
+                out["roofs"][label] = {"flop_per_cycle": r["flop_per_sm_cycle"], "pct": pct}
+                print(f"  {label:<48}{r['flop_per_sm_cycle']:>14,.0f}{pct:>13.1f}%")
+        else:
+            print("No recorded ceilings with their cycles (`hgemm-course ceilings` on a GPU records them).")
+    _show_profile(rung, size, folder, out, model_note="a model fitted to the measured loops, not a measured loop")
     return out
 
 
-def _place_in_cycles(rung: str, size: int, record: dict, profile, folder) -> dict | None:
+def _place_in_cycles(rung: str, size: int, record: dict, profile, folder, *, model_note: str | None = None) -> dict | None:
     """Print the rung's profiled SM cycles against cuBLAS's at the same size and, for the mma.sync rungs,
     against the fewest cycles mma.sync allows their tiling (:func:`hgemm_course.sim.issue.gemm_floor_cycles`):
     comparisons no clock moves. Returns the numbers, or None without a cuBLAS profile at that size."""
@@ -636,8 +698,9 @@ def _place_in_cycles(rung: str, size: int, record: dict, profile, folder) -> dic
                                   (t["wm"], t["wn"]))
         out.update(floor_cycles=floor["cycles"], pct_of_floor=100.0 * floor["cycles"] / row["cycles"],
                    floor_pct_cublas=100.0 * row["cublas_cycles"] / floor["cycles"])
-        print(f"The sim.issue model (a model, not the measured bound in the table above, which is in TFLOP/s at "
-              f"the clock its own kernel ran at) puts the floor of mma.sync at this tiling ({t['bm']}x{t['bn']} "
+        note = model_note or ("a model, not the measured bound in the table above, which is in TFLOP/s at "
+                              "the clock its own kernel ran at")
+        print(f"The sim.issue model ({note}) puts the floor of mma.sync at this tiling ({t['bm']}x{t['bn']} "
               f"tiles, {floor['waves']} waves) at {floor['cycles']:,.0f} cycles, {out['floor_pct_cublas']:.1f}% of "
               f"cuBLAS's cycles; the rung takes {row['cycles'] / floor['cycles']:.2f}x the floor's cycles.")
     return out

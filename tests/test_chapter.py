@@ -429,3 +429,16 @@ def test_size_sweep_in_one_stretch_prints_tflops_at_the_clock_beside_it(capsys):
     for r in rows:
         assert r["tflops"] == pytest.approx(r["flop_per_sm_cycle"] * RECORDED.sm_count * r["clock_ghz"] / 1e3, rel=1e-3)
     assert "vendor  % vendor" not in capsys.readouterr().out
+
+
+def test_place_in_cycles_sets_the_rungs_work_per_cycle_against_each_roofs(capsys):
+    from hgemm_course.target import RECORDED
+
+    out = chapter.place_in_cycles("05")
+    text = capsys.readouterr().out
+    mcycles = float(text.split("median launch: ")[1].split(" Mcycles")[0])
+    assert out["flop_per_cycle"] == pytest.approx(2 * 8192**3 / (mcycles * 1e6 * RECORDED.sm_count), rel=1e-3)
+    for roof in out["roofs"].values():
+        assert roof["pct"] == pytest.approx(100 * out["flop_per_cycle"] / roof["flop_per_cycle"])
+    assert "which no clock moves" in text and "TFLOP/s" not in text.split("RECORDED (profile")[0]
+    assert "a model fitted to the measured loops" in text
