@@ -1281,3 +1281,173 @@ def compare_step_with_rung(path: Path | str, label: str, rung_id: str, size: int
     print(f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, "
           f"results/{record['file']}):\n{judged}")
     return judged
+
+
+# ---------------------------------------------------------------- chapters 07-10: stress runs, one-stretch variants,
+#                                                                  profile against timing, ptxas's wgmma reports
+
+_STRESS = re.compile(r"^(?P<label>.+?): (?P<passed>\d+) of (?P<runs>\d+) verifications at (?P<shape>\d+x\d+x\d+) passed")
+
+
+def stress_runs(path: Path | str) -> list[dict]:
+    """The verification stress runs of a text record under results/ (one line per build: ``<label>: P of R
+    verifications at MxNxK passed[; first failure ...]``), as ``{"label", "passed", "runs", "shape"}`` each."""
+    path = Path(path)
+    if not path.is_absolute():
+        path = results_dir() / path
+    rows = []
+    for line in path.read_text().splitlines():
+        m = _STRESS.match(line)
+        if m:
+            rows.append({"label": m["label"], "passed": int(m["passed"]), "runs": int(m["runs"]), "shape": m["shape"]})
+    return rows
+
+
+def show_stress(path: Path | str, names: dict[str, str]) -> list[dict]:
+    """Print the stress runs of ``path`` (:func:`stress_runs`) whose labels ``names`` maps to what the chapter calls
+    each build, in ``names``' order, under the file's path; then, for each build that passed every run, the chance
+    that it would have if it failed as often as the first build named: how far the runs alone settle it."""
+    path = Path(path)
+    full = path if path.is_absolute() else results_dir() / path
+    rows = {r["label"]: r for r in stress_runs(full)}
+    shown = [{**rows[label], "name": name} for label, name in names.items() if label in rows]
+    print(f"RECORDED on the H200 ({_shown_path(full)}), each build verified again and again at one shape:")
+    for r in shown:
+        print(f"  {r['name']:<52} {r['passed']:>3} of {r['runs']} at {r['shape']} right")
+    if shown:
+        base = shown[0]
+        rate = base["passed"] / base["runs"]
+        for r in shown[1:]:
+            if r["passed"] == r["runs"]:
+                print(f"{r['name']}: had it passed {base['passed']} in {base['runs']} as {base['name']} did, "
+                      f"{r['runs']} passes in a row had a chance of {rate ** r['runs']:.1e}")
+    return shown
+
+
+def limits_stretch_rows(data: dict) -> list[dict]:
+    """Chapter 08's variants of rung 07 (a ``limits`` record's ``variants``) from one stretch each: the median launch
+    of the timing build (ms, Mcycles, the clock that is one over the other, the TFLOP/s of that ms) and the % of the
+    vendor baseline of the plain build's launches alternated with it, the median pair with its p10-p90. Variants the
+    run refused or that failed keep their reason (``why``)."""
+    import statistics
+
+    n = data["size"]
+    rows = []
+    for r in data["variants"]:
+        row = {"variant": r["variant"], "tiles": r.get("tiles"), "smem_bytes": r["smem_bytes"],
+               "registers": r.get("registers"), "ctas_per_sm": r.get("ctas_per_sm")}
+        clocks, pairs = r.get("launch_clocks") or [], r.get("pct_cublas_pairs") or []
+        if not clocks or not pairs:
+            rows.append({**row, "why": r.get("skipped") or r.get("failed") or "no launches recorded"})
+            continue
+        ms = statistics.median(c["ns"] for c in clocks) / 1e6
+        mcycles = statistics.median(c["cycles"] for c in clocks) / 1e6
+        lo, hi = _p10_p90(pairs)
+        rows.append({**row, "ms": ms, "mcycles": mcycles, "ghz": mcycles / ms, "tflops": 2 * n**3 / (ms * 1e-3) / 1e12,
+                     "pct": statistics.median(pairs), "pct_p10": lo, "pct_p90": hi,
+                     "cycles": [c["cycles"] for c in clocks]})
+    return rows
+
+
+def show_limits_stretch(names: dict[str, str] | None = None) -> list[dict]:
+    """The newest recorded ``limits`` run's variants (:func:`limits_stretch_rows`) as one table under its file, then
+    each timed variant's SM cycles against the default's as verdicts. ``names`` relabels variants for the page.
+    Returns the rows, each with its ``verdict`` where it has one."""
+    from .results import load_runs
+
+    runs = load_runs(kind="limits")
+    if not runs:
+        print("No recorded chapter-08 run: `hgemm-course limits` on the H200 records one.")
+        return []
+    path, run = runs[-1]
+    data = run["records"][0]
+    rows = limits_stretch_rows(data)
+    names = names or {}
+    for r in rows:
+        r["name"] = names.get(r["variant"], r["variant"])
+        r["tile"] = f"{r['tiles'][0]}x{r['tiles'][1]}" if r.get("tiles") else "-"   # BM, BN, BK, WM, WN, STAGES
+    width = max(len(r["name"]) for r in rows) + 2
+    print(f"{'variant':<{width}}{'tile':>8}{'stages':>7}{'KiB':>6}{'regs':>5}{'CTAs/SM':>8}{'ms':>7}{'Mcycles':>8}"
+          f"{'GHz':>7}{'TFLOP/s':>8}{'% vendor':>9}{'(p10-p90)':>13}   (n={data['size']})")
+    base = next((r for r in rows if r["variant"] == "default" and "ms" in r), None)
+    for r in rows:
+        stages = r["tiles"][5] if r.get("tiles") else "-"
+        head = f"{r['name']:<{width}}{r['tile']:>8}{stages:>7}{r['smem_bytes'] // 1024:>6}"
+        if "ms" not in r:
+            print(f"{head}  {r['why']}")
+            continue
+        spread = f"({r['pct_p10']:.1f}-{r['pct_p90']:.1f})"
+        print(f"{head}{r['registers']:>5}{r['ctas_per_sm']:>8}{r['ms']:>7.3f}{r['mcycles']:>8.3f}{r['ghz']:>7.3f}"
+              f"{r['tflops']:>8.1f}{r['pct']:>8.1f}%{spread:>13}")
+    print(f"recorded on the {run['provenance']['gpu']}, {run['provenance']['date'][:10]}, results/{path.name}; "
+          + STRETCH_NOTE.replace("the rung's timing build", "each variant's timing build"))
+    for r in rows:
+        if base is not None and r is not base and "cycles" in r:
+            r["verdict"] = verdict.compare(base["name"], base["cycles"], r["name"], r["cycles"],
+                                           f"SM cycles at {data['size']}^3")
+            print(r["verdict"])
+    return rows
+
+
+def profile_against_timing(*rungs: str, size: int = 8192, folder=None) -> list[dict]:
+    """Each rung's SM cycles at ``size``^3 by the two instruments the course has: its newest recorded profile (one
+    launch of the plain build under ncu, caches flushed: its duration times its SM clock) and its newest bench
+    record's timing build (the median launch of the busiest SM's cycles, each CTA logging its start and end), with
+    the ratio of the two and, from that bench stretch, the timing build's time over the plain build's. Returns
+    ``{"rung", "profile_cycles", "timing_cycles", "ratio", "timed_over_plain", ...}`` per rung."""
+    from . import profile
+
+    out = []
+    for rung in rungs:
+        prof = profile.recorded_profile(rung, size, folder=None if folder is None else Path(folder) / "profiles")
+        rows = [r for r in load_records(folder) if r["rung"] == rung and r["M"] == r["N"] == r["K"] == size
+                and r.get("launch_clocks") and str(r.get("date", "")) >= HOLD_SINCE]
+        stretch = stretch_row(with_samples(rows[:1], folder)[0]) if rows else None
+        if prof is None or stretch is None:
+            print(f"rung {rung}: no recorded profile and timed run at {size}^3 to set side by side")
+            continue
+        out.append({"rung": rung, "profile_cycles": prof["cycles"], "profile_file": prof["file"],
+                    "profile_mhz": prof["sm_clock_mhz"], "timing_cycles": stretch["mcycles"] * 1e6,
+                    "timing_ghz": stretch["ghz"], "timing_file": rows[0]["file"],
+                    "ratio": prof["cycles"] / (stretch["mcycles"] * 1e6),
+                    "timed_over_plain": rows[0].get("timing_build_ratio")})
+    print(f"RECORDED on the H200 at {size}^3: SM cycles of the same kernel by two instruments")
+    print(f"{'rung':<5}{'ncu, one launch':>16}{'MHz':>7}{'timing build':>14}{'GHz':>7}{'ncu / timing':>14}"
+          f"{'timed / plain':>15}")
+    for r in out:
+        plain = f"{r['timed_over_plain']:.3f}" if r["timed_over_plain"] else "-"
+        print(f"{r['rung']:<5}{r['profile_cycles']:>16,.0f}{r['profile_mhz']:>7,.0f}{r['timing_cycles']:>14,.0f}"
+              f"{r['timing_ghz']:>7.3f}{r['ratio']:>14.3f}{plain:>15}")
+    for r in out:
+        print(f"  rung {r['rung']}: profile results/profiles/{r['profile_file']}, timing build results/{r['timing_file']}")
+    return out
+
+
+_WGMMA_REPORT = re.compile(r"\((C75\d\d)\) (.*?)(?: in (?:the )?function '[^']*')?(?: in line \d+)?$")
+
+
+def wgmma_reports(log: str) -> list[dict]:
+    """ptxas's reports on the wgmma pipeline in a compile log (codes C75xx: a wait it injected, wgmma it
+    serialized), ``{"code", "message", "count"}`` each, one per distinct message, the function's mangled name cut."""
+    seen: dict[tuple[str, str], int] = {}
+    for line in log.splitlines():
+        m = _WGMMA_REPORT.search(line.strip())
+        if m:
+            message = re.sub(r"around line \d+", "around line N", m[2]).rstrip(" .")
+            seen[(m[1], message)] = seen.get((m[1], message), 0) + 1
+    return [{"code": code, "message": message, "count": n} for (code, message), n in seen.items()]
+
+
+def compile_edited(rung_id: str, old: str, new: str):
+    """Rung ``rung_id``'s default kernel compiled for the recorded H200 with the one line ``old`` of its source
+    replaced by ``new`` (a probe of what the compiler makes of a change, never launched). A ValueError says when
+    ``old`` is not exactly one line of the source."""
+    from .build import KERNELS_DIR, compile_cuda
+
+    rung = get(rung_id)
+    text = rung.kernel_path.read_text()
+    if text.count(old) != 1:
+        raise ValueError(f"{old!r} occurs {text.count(old)} times in {rung.kernel_path.name}, not once")
+    with target.use(target.RECORDED):
+        return compile_cuda(text.replace(old, new), name_expressions=rung.name_expressions[:1],
+                            include_dirs=(KERNELS_DIR,))
