@@ -518,10 +518,10 @@ def test_cli_tune_without_gpu_fails_and_writes_nothing(tmp_path, capsys):
 # ------------------------------------------------------------------ the recorded tuning of rung 11
 
 def _latest_rung_11_tuning():
-    """The tuning run rung 11's defaults cite (later sweeps of a few settings at one size choose nothing)."""
-    from hgemm_course.ladder import r11_persistent
+    """The tuning run rung 11's geometry cites (later sweeps of a few settings at one size choose nothing)."""
+    from hgemm_course import geometry
 
-    cited = re.findall(r"tune_nvidia-h200_\w+\.json", inspect.getsource(r11_persistent))
+    cited = [geometry.of("11").source]
     runs = [(p, d) for p, d in load_runs(kind="tune") if d["provenance"].get("rung") == "11" and p.name in cited]
     assert runs, "no results/tune_*.json of rung 11 that rung 11's defaults cite"
     return runs[-1]

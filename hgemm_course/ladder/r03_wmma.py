@@ -4,16 +4,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
+from .. import geometry
 from ..target import RECORDED, Target, current
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, sized_tiles
 
 SOURCE = "k03_wmma.cu"
 PAD = 8                                   # halves added to every shared row (the kernel's A_LD, B_LD)
-# Measured by `hgemm-course tune 03` on the H200 (results/tune_nvidia-h200_20261201T085406_305ace.json; % of cuBLAS
-# at 4096^3 / 8192^3): 256x128 with 3 stages 37.9 / 38.9, 128x256 with 3 stages 38.5 / 39.0, a tie within
-# 0.6 points; 256x128 keeps the tile of rungs 04-07.
-TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=3)
+TILES = MmaTiles(**geometry.of("03").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 03`
 # `hgemm-course tune 03` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(2, 3, 4, 5))
 NEEDS = ("cp.async", "mma.sync")          # wmma's m16n16k16 fp16 fragments compile to mma.sync

@@ -4,16 +4,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
+from .. import geometry
 from ..target import RECORDED, Target, current
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require, sized_tiles
 from .r03_wmma import PAD, padded_stages, smem_bytes  # noqa: F401 (PAD: the same padded rows as rung 03, for readers)
 
 SOURCE = "k04_mma_sync.cu"
-# Measured by `hgemm-course tune 04` on the H200 with paired timing (results/tune_nvidia-h200_20261201T135810_f25045.json;
-# % of cuBLAS at 2048^3 / 4096^3 / 8192^3): 128x256 with 4 stages 57.7 / 54.8 / 53.2, 256x128 53.7 / 51.4 / 48.7.
-# Rung 04 runs 128x256, its own best; rung 05's swizzled rows ran better at 256x128 in the same session.
-TILES = MmaTiles(bm=128, bn=256, bk=64, wm=64, wn=64, stages=4)
+TILES = MmaTiles(**geometry.of("04").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 04`
 # `hgemm-course tune 04` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(2, 3, 4, 5))
 NEEDS = ("cp.async", "ldmatrix", "mma.sync")

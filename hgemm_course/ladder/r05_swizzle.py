@@ -4,15 +4,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
+from .. import geometry
 from ..target import RECORDED, Target, current
 from . import Rung
 from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require, sized_tiles
 
 SOURCE = "k05_swizzle.cu"
-# Measured by `hgemm-course tune 05` on the H200 (results/tune_nvidia-h200_20261201T085438_e86c3f.json; % of cuBLAS
-# at 4096^3 / 8192^3): 256x128 with 4 stages 56.6 / 60.3, with 3 stages 56.4 / 53.0; 5 stages (245760 bytes of
-# shared memory) do not fit.
-TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
+TILES = MmaTiles(**geometry.of("05").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 05`
 # `hgemm-course tune 05` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5))
 NEEDS = ("cp.async", "ldmatrix", "mma.sync")

@@ -4,17 +4,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
+from .. import geometry
 from ..target import RECORDED, Target, current
 from . import Rung
-from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, cdiv, require, sized_tiles
+from .nvrtc_kernel import MmaTiles, TemplateKernel, Tunable, require, sized_tiles
 from .r05_swizzle import NEEDS, check_swizzle, smem_bytes, swizzled_stages
 
 SOURCE = "k06_supertile.cu"
-# Measured by `hgemm-course tune 06` on the H200 (results/tune_nvidia-h200_20261201T085501_aba8d4.json; % of cuBLAS
-# at 4096^3 / 8192^3), rung 05's tile: 8x4 super tiles (2048 rows of A, 512 columns of B) 56.4 / 56.2, the best
-# geometric mean; 16x2 56.2 / 54.1; 1x64 (row-major order) 56.8 / 54.5.
-TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
-SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
+TILES = MmaTiles(**geometry.of("06").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 06`
+SUPER = geometry.of("06").super_mn     # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 06` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5),
                   supers=((8, 4), (16, 2), (4, 8), (32, 1), (1, 64)))
@@ -22,8 +20,7 @@ TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5),
 
 def grid_1d(M: int, N: int, tiles: MmaTiles, super_mn: tuple[int, int]) -> tuple[int]:
     """Whole super tiles cover the tile grid; CTAs past its edge return at once."""
-    sm, sn = super_mn
-    return (cdiv(cdiv(M, tiles.bm), sm) * cdiv(cdiv(N, tiles.bn), sn) * sm * sn,)
+    return (geometry.super_tile_positions(M, N, tiles.bm, tiles.bn, super_mn),)
 
 
 def kernel(tiles: MmaTiles | None = None, super_mn: tuple[int, int] = SUPER, whole_tiles: bool = False,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import lru_cache
 
+from .. import geometry
 from ..target import RECORDED, Target, current
 from ..tensormap import tensor_maps
 from . import Rung
@@ -12,11 +13,8 @@ from .r05_swizzle import check_swizzle
 from .r06_supertile import grid_1d
 
 SOURCE = "k07_tma.cu"
-# Measured by `hgemm-course tune 07` on the H200 (results/tune_nvidia-h200_20261201T085515_bdc58e.json; % of cuBLAS
-# at 4096^3 / 8192^3), 4 stages and 8x4 super tiles: 256x128 61.0 / 61.6, 128x256 60.5 / 66.2. The default stays
-# rung 06's tile and super tile, though 128x256 measured faster at 8192^3.
-TILES = MmaTiles(bm=256, bn=128, bk=64, wm=64, wn=64, stages=4)
-SUPER = (8, 4)                            # (SUPER_M, SUPER_N) output tiles per super tile
+TILES = MmaTiles(**geometry.of("07").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 07`
+SUPER = geometry.of("07").super_mn     # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 07` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((256, 128), (128, 256), (128, 128)), stages=(3, 4, 5),
                   supers=((8, 4), (16, 2), (4, 8)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from .. import geometry
 from ..tensormap import tensor_maps
 from ..target import sizing
 from . import Rung
@@ -57,12 +58,8 @@ class WgmmaTiles:
         require_smem(smem, sizing(NEEDS), f"{self.stages} stages")
 
 
-# Measured by `hgemm-course tune 09` on the H200 (results/tune_nvidia-h200_20261201T085529_23712d.json; % of cuBLAS
-# at 4096^3 / 8192^3), 128x128 tiles and 16x2 super tiles: 3 stages 78.0 / 86.7, 4 stages 78.6 / 85.5 (geometric
-# means 82.3 and 82.0). 3 stages (98 KiB) let 2 CTAs share an SM, so one CTA's wgmmas can run while the other
-# waits for its TMA.
-TILES = WgmmaTiles(bm=128, bn=128, bk=64, stages=3)
-SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
+TILES = WgmmaTiles(**geometry.of("09").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 09`
+SUPER = geometry.of("09").super_mn     # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 09` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((128, 128), (128, 256), (64, 256)), stages=(3, 4, 5), supers=((16, 2), (8, 4)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from .. import geometry
 from ..tensormap import tensor_maps
 from ..target import sizing
 from . import Rung
@@ -15,7 +16,7 @@ from .r09_wgmma import WGMMA_N, WgmmaTiles
 
 SOURCE = "k10_warp_specialized.cu"
 NEEDS = ("tma", "wgmma", "setmaxnreg")
-CONSUMERS = 2                             # consumer warpgroups per CTA, one half of the tile each
+CONSUMERS = geometry.of("10").consumers    # consumer warpgroups per CTA, one half of the tile each
 THREADS = 128 * (1 + CONSUMERS)           # the producer warpgroup first, then the consumers
 # setmaxnreg targets per thread, the kernels' template arguments (rungs 10 and 11): the producer, one thread issuing
 # TMA, keeps 40; a consumer takes 232 for up to 128 accumulators and its addresses.
@@ -63,12 +64,8 @@ class WarpSpecializedTiles(WgmmaTiles):
         require_smem(smem, sizing(NEEDS), f"{self.stages} stages")
 
 
-# Measured by `hgemm-course tune 10` on the H200 (results/tune_nvidia-h200_20261201T085619_a09214.json; % of cuBLAS
-# at 4096^3 / 8192^3), 4 stages and 16x2 super tiles: 128x256 (each consumer 64x256, one m64n256k16 per k16 step;
-# 194 KiB) 88.9 / 99.5, 256x128 87.4 / 106.7, the latter's 8192^3 figure against a cuBLAS that ran at 669 TFLOP/s
-# in its pairing (725 in 128x256's). The default stays 128x256, the tile rung 11 builds on.
-TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=4)
-SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
+TILES = WarpSpecializedTiles(**geometry.of("10").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 10`
+SUPER = geometry.of("10").super_mn     # (SUPER_M, SUPER_N) output tiles per super tile
 # `hgemm-course tune 10` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((128, 256), (256, 128), (128, 128)), stages=(3, 4, 5), supers=((16, 2), (8, 4)))
 

@@ -3,16 +3,14 @@ with its TMA ring running on across tiles, and stores C through shared memory wi
 Optionally (``cluster_m=2``) the CTAs pair up in clusters that share B's k-slices by TMA multicast."""
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from functools import lru_cache
 
-import numpy as np
 
-from .. import device, tensormap
+from .. import device, geometry, tensormap
 from ..target import sizing
 from . import Rung
 from .nvrtc_kernel import TemplateKernel, Tunable, cdiv, require, require_smem
-from .r06_supertile import grid_1d
 from .r07_tma import MBARRIER_BYTES, SMEM_ALIGN
 from .r10_warp_specialized import (
     CONSUMER_REGS,
@@ -28,14 +26,9 @@ NEEDS = ("tma", "wgmma", "setmaxnreg", "clusters")
 # CTA per SM (and the ring plus the C panel buffers take most of the shared memory anyway).
 CTAS_PER_SM = 1
 
-# Chosen by `hgemm-course tune 11` on the H200 (results/tune_nvidia-h200_20261201T024907.json, every configuration
-# verified, then timed against cuBLAS in the same process): rung 10's 128x256 tile and 4 stages (4 x 48 KiB of ring
-# + 32 KiB of C panel buffers = 225 KiB), super tile 16x2, clusters of 2 sharing B by multicast had the best
-# geometric mean of % of cuBLAS over 2048, 4096 and 8192, tied with the same without clusters; 3 stages were 4-7%
-# slower, 128x128 tiles 8-20%.
-TILES = WarpSpecializedTiles(bm=128, bn=256, bk=64, stages=4)
-SUPER = (16, 2)                           # (SUPER_M, SUPER_N) output tiles per super tile
-CLUSTER_M = 2                             # CTAs per cluster along M, sharing B by multicast (1 or 2)
+TILES = WarpSpecializedTiles(**geometry.of("11").tiles)   # rung_geometry.toml: chosen by `hgemm-course tune 11`
+SUPER = geometry.of("11").super_mn     # (SUPER_M, SUPER_N) output tiles per super tile
+CLUSTER_M = geometry.of("11").cluster_m   # CTAs per cluster along M, sharing B by multicast (1 or 2)
 # `hgemm-course tune 11` sweeps these; kernel() refuses what does not fit, and tune skips it with that sentence.
 TUNABLE = Tunable(tiles=((128, 256), (256, 128), (128, 128), (64, 256)), stages=(3, 4, 5),
                   supers=((16, 2), (8, 4), (4, 8)), clusters=(1, 2), consumers=(2, 1))
@@ -60,8 +53,7 @@ def launch_positions(M: int, N: int, tiles: WarpSpecializedTiles = TILES, super_
                      cluster_m: int = CLUSTER_M) -> int:
     """Rung 06's grid size over the (cluster_m x bm, bn) cluster tiles, in CTAs: whole super tiles of
     super_m / cluster_m x super_n cluster tiles; the kernel skips the positions past the grid's edge."""
-    cluster_tiles = replace(tiles, bm=tiles.bm * cluster_m)
-    return grid_1d(M, N, cluster_tiles, (super_mn[0] // cluster_m, super_mn[1]))[0] * cluster_m
+    return geometry.launch_positions(M, N, tiles.bm, tiles.bn, super_mn, cluster_m)
 
 
 def persistent_grid(M: int, N: int, resident: int, tiles: WarpSpecializedTiles = TILES,
@@ -77,11 +69,7 @@ def persistent_grid(M: int, N: int, resident: int, tiles: WarpSpecializedTiles =
 def cluster_order(M: int, N: int, tiles: WarpSpecializedTiles, super_mn: tuple[int, int], cluster_m: int):
     """Rung 06's launch order (sim.raster) of the (cluster_m x bm, bn) cluster tiles: (bid_m, bid_n) per launch
     position, (-1, -1) past the grid's edge."""
-    # imported here, not at the top: sim imports Numba, which importing the registry must not
-    from ..sim.raster import cta_order
-
-    return cta_order("supertile", cdiv(cdiv(M, tiles.bm), cluster_m), cdiv(N, tiles.bn),
-                     super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+    return geometry.cluster_order(M, N, tiles.bm, tiles.bn, super_mn, cluster_m)
 
 
 def cta_tiles(cta: int, grid: int, M: int, N: int, tiles: WarpSpecializedTiles = TILES,
@@ -101,9 +89,7 @@ def tiles_per_cluster(clusters: int, M: int, N: int, tiles: WarpSpecializedTiles
                       super_mn: tuple[int, int] = SUPER, cluster_m: int = CLUSTER_M) -> list[int]:
     """How many cluster tiles each of ``clusters`` clusters computes: the lengths of cta_tiles for each
     cluster's first CTA, counted in one pass over the launch order instead of one pass per cluster."""
-    order = cluster_order(M, N, tiles, super_mn, cluster_m)
-    positions = np.flatnonzero(order[:, 0] >= 0)    # launch positions inside the grid
-    return np.bincount(positions % clusters, minlength=clusters).tolist()
+    return geometry.tiles_per_cluster(clusters, M, N, tiles.bm, tiles.bn, super_mn, cluster_m)
 
 
 def resident_ctas(kern: TemplateKernel, cluster_m: int) -> int:

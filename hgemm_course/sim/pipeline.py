@@ -97,24 +97,23 @@ def rung_ring(rung: str) -> Ring:
     """The ring of rung 03, 07, 09, 10 or 11 with the stage count and tile of its launcher, ``mma_time``
     from the tile: mma.sync at its fitted rate for 03 and 07 (wmma compiles to the same HMMA), wgmma at the
     tensor cores' rate for 09-11. Rung 09 runs two CTAs per SM (its launcher chose 3 stages for that)."""
-    from ..ladder import r03_wmma, r07_tma, r09_wgmma, r10_warp_specialized, r11_persistent
+    from .. import geometry
 
     if rung not in RUNGS:
         raise ValueError(f"rung {rung!r}: the pipeline model plays the rings of rungs {', '.join(RUNGS)}; pick one of "
                          "those.")
     if rung == "03":
-        t = r03_wmma.TILES
+        t = geometry.of("03")
         return Ring(t.stages, _mma_sync_time(t.bm, t.bn, t.bk), wait_before_refill=True,
                     full_label="cp.async.wait_group", producer_label="every thread (cp.async)")
     if rung == "07":
-        t = r07_tma.TILES
+        t = geometry.of("07")
         return Ring(t.stages, _mma_sync_time(t.bm, t.bn, t.bk))
     if rung == "09":
-        t = r09_wgmma.TILES
+        t = geometry.of("09")
         return Ring(t.stages, _wgmma_time(t.bm, t.bn, t.bk), async_mma=True, ctas=2)
-    module = r10_warp_specialized if rung == "10" else r11_persistent
-    t = module.TILES
-    return Ring(t.stages, _wgmma_time(t.bm, t.bn, t.bk), consumers=module.CONSUMERS, dedicated_producer=True,
+    t = geometry.of(rung)
+    return Ring(t.stages, _wgmma_time(t.bm, t.bn, t.bk), consumers=t.consumers, dedicated_producer=True,
                 async_mma=True, persistent=rung == "11", epilogue_under_next=rung == "11",
                 epilogue_parts=t.bn // 64 if rung == "11" else 1,
                 producer_label="producer warpgroup (TMA)")

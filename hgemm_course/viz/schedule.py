@@ -5,9 +5,11 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from ..ladder import r06_supertile as r06
+from ..geometry import of as geometry_of
 from ..sim import cta_order, l2_model, launch_index_grid
 from ..sim.l2 import H200_L2_BYTES, H200_SMS
+
+R06 = geometry_of("06")       # rung 06's tile and super tile: the figures' defaults
 
 
 def _wave_edges(ax, waves):
@@ -59,8 +61,8 @@ def cta_order_figure(*, M=8192, N=8192, BM=128, BN=128, super_m=8, super_n=8, ct
     return fig
 
 
-def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=r06.TILES.bm, BN=r06.TILES.bn, BK=r06.TILES.bk,
-                      super_tile_ctas=r06.SUPER[0] * r06.SUPER[1], l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS,
+def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=R06.bm, BN=R06.bn, BK=R06.bk,
+                      super_tile_ctas=R06.super_mn[0] * R06.super_mn[1], l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS,
                       progress=True):
     """L2 hit rate and DRAM traffic for super tiles of ``super_tile_ctas`` CTAs, from 1 x n (row-major) to m x 1.
 
@@ -89,8 +91,8 @@ def l2_supertile_data(*, M=8192, N=8192, K=8192, BM=r06.TILES.bm, BN=r06.TILES.b
             "compulsory_bytes": (M * K + K * N) * 2}
 
 
-def l2_supertile_figure(*, M=8192, N=8192, K=8192, BM=r06.TILES.bm, BN=r06.TILES.bn, BK=r06.TILES.bk,
-                        super_tile_ctas=r06.SUPER[0] * r06.SUPER[1], l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS,
+def l2_supertile_figure(*, M=8192, N=8192, K=8192, BM=R06.bm, BN=R06.bn, BK=R06.bk,
+                        super_tile_ctas=R06.super_mn[0] * R06.super_mn[1], l2_bytes=H200_L2_BYTES, ctas_in_flight=H200_SMS,
                         progress=True) -> Figure:
     """L2 hit rate and DRAM traffic of super tiles of each shape, from one row (row-major) to one column."""
     data = l2_supertile_data(M=M, N=N, K=K, BM=BM, BN=BN, BK=BK, super_tile_ctas=super_tile_ctas,

@@ -74,16 +74,12 @@ def walk_data(*, M=2176, N=2944, tile_m=128, tile_n=128, cluster_m=1, units=132,
     positions past the grid's edge skipped, units taking positions round-robin); by default the plan's small tiles
     at 2176 x 2944. Returns ``{'tiles', 'units', 'walks': {super: [tiles per unit]}, 'positions': {super: launch
     positions}, 'busy': {super: busy fraction}}`` (busy as :func:`hgemm_course.plan.rung11_efficiency` counts it)."""
-    from dataclasses import replace
+    from ..geometry import cdiv, launch_positions, tiles_per_cluster
 
-    from ..ladder.nvrtc_kernel import cdiv
-    from ..ladder.r11_persistent import TILES, launch_positions, tiles_per_cluster
-
-    tiles = replace(TILES, bm=tile_m, bn=tile_n)
-    walks = {s: tiles_per_cluster(units, M, N, tiles, s, cluster_m) for s in supers}
+    walks = {s: tiles_per_cluster(units, M, N, tile_m, tile_n, s, cluster_m) for s in supers}
     count = cdiv(cdiv(M, tile_m), cluster_m) * cdiv(N, tile_n)     # cluster tiles
     return {"tiles": count, "units": units, "walks": walks,
-            "positions": {s: launch_positions(M, N, tiles, s, cluster_m) // cluster_m for s in supers},
+            "positions": {s: launch_positions(M, N, tile_m, tile_n, s, cluster_m) // cluster_m for s in supers},
             "busy": {s: sum(w) / (units * max(w)) for s, w in walks.items()}}
 
 
