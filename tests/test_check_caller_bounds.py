@@ -112,3 +112,16 @@ def test_a_region_that_prints_millions_of_short_lines_is_a_fail_before_they_are_
     result = check("ex03", path, gpu=False)
     assert result.verdict == "FAIL", str(result)
     assert f"printed more than {MAX_EVENTS} lines" in result.message and "Traceback" not in str(result)
+
+
+@pytest.mark.parametrize("answer", ["list(range(1_000_000))", "'x' * 8_000_000"])
+def test_a_huge_wrong_answer_is_quoted_in_a_verdict_a_person_can_read(answer, tmp_path):
+    """The verdict quoted the whole repr of what came back: 8 MB of one line for a string of 8 million characters."""
+    from hgemm_course.check import check
+    from hgemm_course.check.feedback import MAX_LINE
+
+    path = tmp_path / "mine.py"
+    path.write_text(f"def swizzle_128b(row, chunk):\n    return {answer}\n")
+    result = check("ex05", path)
+    assert result.verdict == "FAIL" and "swizzle_128b(row=0, chunk=0) returned" in result.message
+    assert max(map(len, str(result).splitlines())) <= MAX_LINE + 40 and "characters more)" in result.message

@@ -50,6 +50,7 @@ class CheckResult:
     output_dropped: int = 0
 
     def __post_init__(self):
+        self.message = capped(self.message)
         if self.passed and self.unchecked:
             raise ValueError(f"{self.exercise}: a check that could not be completed ({self.unchecked}) did not pass.")
 
@@ -76,6 +77,17 @@ class CheckResult:
             lines.append(f"  Your code printed{kept}:")
             lines += ["  | " + line for line in self.output.splitlines()]
         return "\n".join(lines)
+
+
+MAX_LINE = 2000
+"""The longest line of a verdict's message: a value the learner returned is shown up to there."""
+
+
+def capped(message: str) -> str:
+    """``message`` with each line cut at :data:`MAX_LINE` characters, saying how much was left out: a verdict is read
+    by a person, whatever size of answer it quotes."""
+    return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + f"... ({len(line) - MAX_LINE} characters more)"
+                     for line in message.split("\n"))
 
 
 class Failure(Exception):
