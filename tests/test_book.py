@@ -27,6 +27,7 @@ import pytest
 from hgemm_course import book
 from hgemm_course.check import ALL_EXERCISES
 from hgemm_course.check.generate import is_marker, render
+from hgemm_course.paths import PTX_SNIPPETS_DIR
 from hgemm_course.cli import main
 from hgemm_course.ladder import get, registry
 from hgemm_course.viz import FIGURES
@@ -57,8 +58,10 @@ def solution_lines(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def course_text() -> str:
-    """What the site must publish whatever the exercises are: the rungs' kernel sources and the chapters."""
+    """What the site must publish whatever the exercises are: the rungs' kernel sources, the PTX snippet headers
+    they include (the answers of ex03_cp_async and ex04_mma_sync) and the chapters."""
     sources = [rung.kernel_path.read_text() for rung in registry().values() if rung.kernel_path]
+    sources += [path.read_text() for path in sorted(PTX_SNIPPETS_DIR.glob("*.cuh"))]
     return normalized("\n".join(sources + [path.read_text() for path in book.chapters(ROOT)]))
 
 
