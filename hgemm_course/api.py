@@ -5,8 +5,9 @@ What a call does, and what it leaves out on purpose:
 - checks the operands (dtype, 2-D, row-major, shapes that chain, the rung's multiples) with
   messages that name the fix; the shape rules are checked once per shape and rung. Without a rung named, a
   shape off the default rung's multiples (N or K not a multiple of 8: TMA needs rows of 16-byte multiples) is
-  not refused: A and B are copied into the interiors of zero-bordered buffers kept per GPU, stream and shape, and
-  C's corner is copied out of a kept one, one launch each way (:func:`_gemm_padded`, :mod:`hgemm_course.padded`),
+  not refused: A and B are copied into the interiors of zero-bordered buffers kept per GPU, stream and shape (the
+  ragged N or K rounded up to whole 64-wide tiles, :func:`hgemm_course.padded.shape`), and C's corner is copied
+  out of a kept one, one launch each way (:func:`_gemm_padded`, :mod:`hgemm_course.padded`),
   which costs those bytes;
 - allocates C with ``cupy.empty`` or writes into ``out``, never filling it first: every kernel
   writes every element of C (the harness proves it by poisoning C with NaN before it verifies);
@@ -162,7 +163,7 @@ def _gemm_padded(a, b, out, r: Rung, on_gpu: bool):
         a_gpu, b_gpu = (a, b) if on_gpu else (cupy.asarray(a), cupy.asarray(b))
         c = out if on_gpu and out is not None else cupy.empty((M, N), cupy.float16)
         keep = on_gpu and out is not None and not cta_clock.timing_builds_on()
-        again, kept = _launch_padded(a_gpu, b_gpu, c, r.padded_shape(M, N, K), keep)
+        again, kept = _launch_padded(a_gpu, b_gpu, c, padded.shape(r, M, N, K), keep)
         if again is not None:
             _keep_again(a, b, out, None, again)
             kept.kept[_again_key(a, b, out, None)] = again

@@ -1,10 +1,11 @@
 """What ``gemm()`` keeps for shapes off the TMA rungs' multiples (N or K not a multiple of 8: TMA needs rows of
 16-byte multiples), so that such a call pays for its bytes and not for a fixed cost.
 
-Without a rung named, ``gemm()`` runs such a product on zero-padded operands (api._gemm_padded). Making them anew
-on every call (``cupy.zeros`` and slice copies for A and B, a copy of C's corner out) cost the H200 about 120-135 us
-a call more than the aligned neighbour shape took (issue 50), most of it host work of CuPy's and new pointers that
-missed the tensor maps cached per pointer. Here instead:
+Without a rung named, ``gemm()`` runs such a product on zero-padded operands (api._gemm_padded), N and K that are
+off the rung's multiple rounded up to whole 64-wide k-slices and tile columns (:func:`shape`). Making the operands
+anew on every call (``cupy.zeros`` and slice copies for A and B, a copy of C's corner out) cost the H200 about
+100-120 us a call more than the aligned neighbour shape took, most of it CuPy's host work and new pointers that
+missed the tensor maps cached per pointer (results/logs/padded_vs_aligned_h200_20261204T0238.txt). Here instead:
 
 - :func:`buffers`: the padded A (Mp, Kp), B (Kp, Np) and C (Mp, Np) of one shape, made once with ``cupy.zeros``
   and kept per (GPU, stream, shape): at most ``PADDED_CACHED`` sets, the least recently used dropped first. A
@@ -34,6 +35,19 @@ BAND_ROWS = 8               # rows a CTA copies, one per warp
 COLS_PER_CTA = 256          # columns of each row a CTA copies: 32 lanes x PER_LANE (8)
 MAX_GRID_Y = 65535          # CUDA's limit on gridDim.y; the kernel walks further bands in steps of the grid
 PADDED_CACHED = 8           # buffer sets kept (one per GPU, stream and shape)
+# N or K off the rung's multiple goes up to a multiple of this, not of 8: the kernel then meets no tail on it. On
+# the H200 the kernel on such a shape took 0.81-0.92 of its time on the 8-padded one at 1001-2047, level at 4095
+# (results/logs/padded_vs_aligned_h200_20261204T0238.txt, padded64), for no more bytes copied.
+PAD_MULTIPLE = 64
+
+
+def shape(rung, M: int, N: int, K: int) -> tuple[int, int, int]:
+    """The shape ``gemm()`` runs a product off ``rung``'s multiples on: M as the rung needs it, and N and K where
+    they are off the rung's multiple rounded up to ``PAD_MULTIPLE`` (an aligned one stays, so that its operand is
+    used as it is)."""
+    Mp, Np, Kp = rung.padded_shape(M, N, K)
+    up = lambda v: -(-v // PAD_MULTIPLE) * PAD_MULTIPLE      # noqa: E731
+    return Mp, N if Np == N else up(N), K if Kp == K else up(K)
 
 
 @dataclass

@@ -175,6 +175,7 @@ def plan_command(shapes, *, units: int | None = None, as_json: bool = False) -> 
     """Which kernel gemm() runs for each (M, N, K) shape, and why: the plan's choice and the model's figures. On a
     GPU the plan's rungs do not run on, the one rung gemm() runs there instead."""
     from . import api, target
+    from . import padded as pad
     from .plan import plan, planned_rung
 
     here = target.runnable()
@@ -182,7 +183,7 @@ def plan_command(shapes, *, units: int | None = None, as_json: bool = False) -> 
         print(f"gemm() on {here.describe()} runs rung {api._rung(None).id} at every shape: the plan chooses between "
               f"rungs 11 and 12, which need {why.split(' needs ', 1)[1]}.")
         return 0
-    padded = [planned_rung().padded_shape(*shape) for shape in shapes]   # gemm() pads N and K to multiples of 8
+    padded = [pad.shape(planned_rung(), *shape) for shape in shapes]    # the shape gemm() runs
     plans = [plan(*shape, units=units) for shape in padded]
     if as_json:
         print(json.dumps([p.as_dict() | ({"asked": list(shape)} if tuple(shape) != (p.M, p.N, p.K) else {})
@@ -191,7 +192,8 @@ def plan_command(shapes, *, units: int | None = None, as_json: bool = False) -> 
     for shape, p in zip(shapes, plans):
         options = "".join(f", {k}={v}" for k, v in p.options_text().items())
         asked = "x".join(map(str, shape))
-        pad = (f"{asked} runs zero-padded to {p.M}x{p.N}x{p.K} (TMA needs rows of 16-byte multiples); "
+        pad = (f"{asked} runs zero-padded to {p.M}x{p.N}x{p.K} (TMA needs rows of 16-byte multiples; a padded N "
+               f"or K goes to whole {pad.PAD_MULTIPLE}-wide tiles); "
                if tuple(shape) != (p.M, p.N, p.K) else "")
         print(f"{pad}{p.M}x{p.N}x{p.K}: rung {p.rung}{options}. {p.reason}")
         for name, value in p.efficiency.items():

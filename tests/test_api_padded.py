@@ -164,7 +164,7 @@ def test_padded_gemm_is_right_call_after_call(M, N, K):
         assert _right(hgemm_course.gemm(a, b), reference, K, call), (M, N, K, "new", call)
     c = hgemm_course.gemm(a.get(), b.get())
     assert isinstance(c, np.ndarray) and _right(c, reference, K)
-    kept = padded.buffers(M, N, K, api._rung(None).padded_shape(M, N, K))
+    kept = padded.buffers(M, N, K, padded.shape(api._rung(None), M, N, K))
     assert _borders_are_zero(kept, M, N, K)
 
 
@@ -213,7 +213,7 @@ def test_padded_gemm_on_two_streams_keeps_apart():
         for i, s in enumerate(streams):
             s.synchronize()
             assert _right(outs[i], references[i], K), (round_, i)
-    shape = api._rung(None).padded_shape(M, N, K)
+    shape = padded.shape(api._rung(None), M, N, K)
     kept = []
     for s in streams:
         with s:
@@ -239,3 +239,13 @@ def test_a_kept_padded_launch_goes_with_its_dropped_buffers(monkeypatch):
     out.fill(cupy.nan)
     assert _right(hgemm_course.gemm(a, b, out=out), reference, 105)
     assert len(padded._buffers) == 1
+
+
+def test_a_ragged_n_or_k_is_padded_to_whole_64_wide_tiles_and_an_aligned_one_stays():
+    from hgemm_course.plan import planned_rung
+
+    r = planned_rung()
+    assert padded.shape(r, 1001, 1003, 1005) == (1001, 1024, 1024)
+    assert padded.shape(r, 768, 1500, 1504) == (768, 1536, 1504)      # K on the rung's multiple: A is used as it is
+    assert padded.shape(r, 777, 1000, 1113) == (777, 1000, 1152)
+    assert padded.shape(r, 64, 128, 192) == (64, 128, 192)

@@ -262,9 +262,9 @@ def test_the_plan_command_plans_the_padded_shape_gemm_runs(capsys):
     assert main(["plan", "768x1500x1500", "1024"]) == 0
     lines = capsys.readouterr().out.splitlines()
     padded = next(line for line in lines if line.startswith("768x1500x1500"))
-    assert padded.startswith("768x1500x1500 runs zero-padded to 768x1504x1504 (TMA needs rows of 16-byte multiples); "
-                             "768x1504x1504: rung ")
+    assert padded.startswith("768x1500x1500 runs zero-padded to 768x1536x1536 (TMA needs rows of 16-byte multiples; "
+                             "a padded N or K goes to whole 64-wide tiles); 768x1536x1536: rung ")
     assert any(line.startswith("1024x1024x1024: rung ") for line in lines)
     assert main(["plan", "768x1500x1500", "--json"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
-    assert (record["M"], record["N"], record["K"], record["asked"]) == (768, 1504, 1504, [768, 1500, 1500])
+    assert (record["M"], record["N"], record["K"], record["asked"]) == (768, 1536, 1536, [768, 1500, 1500])
