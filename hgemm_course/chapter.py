@@ -1305,8 +1305,8 @@ def stress_runs(path: Path | str) -> list[dict]:
 
 def show_stress(path: Path | str, names: dict[str, str]) -> list[dict]:
     """Print the stress runs of ``path`` (:func:`stress_runs`) whose labels ``names`` maps to what the chapter calls
-    each build, in ``names``' order, under the file's path; then, for each build that passed every run, the chance
-    that it would have if it failed as often as the first build named: how far the runs alone settle it."""
+    each build, in ``names``' order, under the file's path; then, where the first build named failed some runs, for
+    each build that passed every run the chance that it would have if it failed as often: how far the runs settle it."""
     path = Path(path)
     full = path if path.is_absolute() else results_dir() / path
     rows = {r["label"]: r for r in stress_runs(full)}
@@ -1314,7 +1314,7 @@ def show_stress(path: Path | str, names: dict[str, str]) -> list[dict]:
     print(f"RECORDED on the H200 ({_shown_path(full)}), each build verified again and again at one shape:")
     for r in shown:
         print(f"  {r['name']:<52} {r['passed']:>3} of {r['runs']} at {r['shape']} right")
-    if shown:
+    if shown and shown[0]["passed"] < shown[0]["runs"]:
         base = shown[0]
         rate = base["passed"] / base["runs"]
         for r in shown[1:]:
