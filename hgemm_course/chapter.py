@@ -197,19 +197,22 @@ def ceilings_or_show() -> dict | None:
     return ceilings
 
 
-def limits_or_show(n: int = 8192) -> dict | None:
+def limits_or_show(n: int = 8192, *, one_stretch: bool = False, names: dict[str, str] | None = None):
     """Chapter 08's experiments on rung 07 (``limits.run_all``): run on a GPU that runs rung 07, written
     (:func:`measurement_folder`) and labelled with the GPU, date and file; otherwise the one line that says why (on a GPU) and the
-    newest recorded run (:func:`show_limits`). Returns the experiments' data."""
+    newest recorded run (:func:`show_limits`). Returns the experiments' data. With ``one_stretch``, the variants are
+    printed and returned as :func:`show_limits_stretch` gives them (``names`` relabels them)."""
     here = target.runnable()
     why = harness.refusal_here(get("07"))
     if here is None or why is not None:
         if why is not None:
             print(why)
-        return show_limits()
+        return show_limits_stretch(names) if one_stretch else show_limits()
     from .limits import format_limits, run_all
 
     path, data = run_all(n=n, folder=measurement_folder())
+    if one_stretch:
+        return show_limits_stretch(names, data=data, label=measured_label(here, path))
     print(f"{measured_label(here, path)}:")
     print(format_limits(data))
     return data
@@ -1349,18 +1352,22 @@ def limits_stretch_rows(data: dict) -> list[dict]:
     return rows
 
 
-def show_limits_stretch(names: dict[str, str] | None = None) -> list[dict]:
-    """The newest recorded ``limits`` run's variants (:func:`limits_stretch_rows`) as one table under its file, then
-    each timed variant's SM cycles against the default's as verdicts. ``names`` relabels variants for the page.
-    Returns the rows, each with its ``verdict`` where it has one."""
+def show_limits_stretch(names: dict[str, str] | None = None, *, data: dict | None = None,
+                        label: str | None = None) -> list[dict]:
+    """A ``limits`` run's variants (:func:`limits_stretch_rows`) as one table with its provenance under it, then
+    each timed variant's SM cycles against the default's as verdicts: ``data`` as just measured (``label`` its
+    provenance line), or else the newest recorded run. ``names`` relabels variants for the page. Returns the rows,
+    each with its ``verdict`` where it has one."""
     from .results import load_runs
 
-    runs = load_runs(kind="limits")
-    if not runs:
-        print("No recorded chapter-08 run: `hgemm-course limits` on the H200 records one.")
-        return []
-    path, run = runs[-1]
-    data = run["records"][0]
+    if data is None:
+        runs = load_runs(kind="limits")
+        if not runs:
+            print("No recorded chapter-08 run: `hgemm-course limits` on the H200 records one.")
+            return []
+        path, run = runs[-1]
+        data = run["records"][0]
+        label = f"recorded on the {run['provenance']['gpu']}, {run['provenance']['date'][:10]}, results/{path.name}"
     rows = limits_stretch_rows(data)
     names = names or {}
     for r in rows:
@@ -1379,8 +1386,7 @@ def show_limits_stretch(names: dict[str, str] | None = None) -> list[dict]:
         spread = f"({r['pct_p10']:.1f}-{r['pct_p90']:.1f})"
         print(f"{head}{r['registers']:>5}{r['ctas_per_sm']:>8}{r['ms']:>7.3f}{r['mcycles']:>8.3f}{r['ghz']:>7.3f}"
               f"{r['tflops']:>8.1f}{r['pct']:>8.1f}%{spread:>13}")
-    print(f"recorded on the {run['provenance']['gpu']}, {run['provenance']['date'][:10]}, results/{path.name}; "
-          + STRETCH_NOTE.replace("the rung's timing build", "each variant's timing build"))
+    print(f"{label}; " + STRETCH_NOTE.replace("the rung's timing build", "each variant's timing build"))
     for r in rows:
         if base is not None and r is not base and "cycles" in r:
             r["verdict"] = verdict.compare(base["name"], base["cycles"], r["name"], r["cycles"],

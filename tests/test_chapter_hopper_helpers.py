@@ -73,3 +73,8 @@ def test_an_accumulator_touched_between_products_makes_ptxas_serialize_rung_09()
     assert any("serialized" in r["message"] for r in chapter.wgmma_reports(touched.log))
     with pytest.raises(ValueError, match="not once"):
         chapter.compile_edited("09", "no such line\n", "")
+
+
+def test_limits_or_show_without_a_gpu_shows_the_recorded_variants_from_one_stretch(capsys):
+    rows = chapter.limits_or_show(one_stretch=True, names={"2 CTAs/SM": "two CTAs"})
+    assert any(r["name"] == "two CTAs" for r in rows) and "recorded on the NVIDIA H200" in capsys.readouterr().out
