@@ -48,7 +48,7 @@ def test_untouched_exercise_fails_in_its_first_line():
 def test_a_wait_count_one_too_high_reads_a_slice_in_flight(tmp_path):
     result = check("ex03_cp_async", _mine(tmp_path, HEAD, HEAD.replace("STAGES - 2", "STAGES - 1")), gpu=False)
     assert result.verdict == "FAIL"
-    assert "with 1 slices, at slice 0, slice 0's tiles are read from stage 0 while this thread's copies of slice 0 " \
+    assert "with 1 slice, at slice 0, slice 0's tiles are read from stage 0 while this thread's copies of slice 0 " \
            "may still be in flight" in result.message
 
 
@@ -128,3 +128,12 @@ def test_solution_runs_right_on_the_gpu():
     result = check("ex03_cp_async", SOLUTION_PATH, gpu=True)
     assert result.passed, str(result)
     assert "on this GPU: right on" in result.message
+
+
+def test_a_plain_copy_the_checker_cannot_compile_is_named(tmp_path):
+    """cp_async_16 is not in rung 03's kernel, so only the checker's probe compiles it: a failure there names it."""
+    path = _mine(tmp_path, '"cp.async.cg.shared.global [%0], [%1], 16;\\n" ::"r"(smem_addr), "l"(gmem_ptr));',
+                 '"cp.async.cg.shared.global [%1], [%0], 16;\\n" ::"r"(smem_addr), "l"(gmem_ptr));')
+    result = check("ex03_cp_async", path, gpu=False)
+    assert result.verdict == "FAIL"
+    assert "the checker calls your cp_async_16 from a small kernel of its own, and that does not compile" in result.message

@@ -20,22 +20,33 @@ from . import host_model, ptx_probe
 from .feedback import Failure
 from .kernel_exercise import Compiled, KernelExercise, PtxRule, display_path
 
-PROBES = r'''
-extern "C" __global__ void hgemm_probe_copy(unsigned dst, const void* src, unsigned dst_z, const void* src_z, int bytes) {
+PROBES = {
+    "hgemm_probe_copy": r'''
+extern "C" __global__ void hgemm_probe_copy(unsigned dst, const void* src) {
     cp_async_16(dst, src);
-    cp_async_16_zfill(dst_z, src_z, bytes);
 }
+''',
+    "hgemm_probe_zfill": r'''
+extern "C" __global__ void hgemm_probe_zfill(unsigned dst, const void* src, int bytes) {
+    cp_async_16_zfill(dst, src, bytes);
+}
+''',
+    "hgemm_probe_commit": r'''
 extern "C" __global__ void hgemm_probe_commit() {
     cp_async_commit_group();
 }
+''',
+    "hgemm_probe_wait": r'''
 extern "C" __global__ void hgemm_probe_wait() {
     cp_async_wait_group<0>();
     cp_async_wait_group<1>();
     cp_async_wait_group<2>();
     cp_async_wait_group<5>();
 }
-'''
-NAMES = ("hgemm_probe_copy", "hgemm_probe_commit", "hgemm_probe_wait")
+''',
+}
+CALLS = {"hgemm_probe_copy": "cp_async_16", "hgemm_probe_zfill": "cp_async_16_zfill",
+         "hgemm_probe_commit": "cp_async_commit_group", "hgemm_probe_wait": "cp_async_wait_group<N>"}
 WAITS = (0, 1, 2, 5)
 COPY = ("cp", "async", "cg", "shared", "global")
 
@@ -53,10 +64,9 @@ def check_asm(compiled: Compiled) -> str:
                               "its source the 32-bit shared address: the first address operand is where the copy "
                               "writes. It would write to global memory at shared-memory offsets.",
                               {"input": line.strip(), "expected": "[shared], [global]", "got": "[global], [shared]"})
-    ptx = ptx_probe.compile_probes(compiled, PROBES, NAMES, shown)
-    copies = ptx_probe.read(ptx["hgemm_probe_copy"], ("cp.", "ld.", "st.shared"))
-    _check_copy(copies, "cp_async_16", 0, None, shown)
-    _check_copy(copies, "cp_async_16_zfill", 2, 4, shown)
+    ptx = ptx_probe.compile_probes(compiled, PROBES, shown, CALLS)
+    _check_copy(ptx_probe.read(ptx["hgemm_probe_copy"], ("cp.", "ld.", "st.shared")), "cp_async_16", None, shown)
+    _check_copy(ptx_probe.read(ptx["hgemm_probe_zfill"], ("cp.", "ld.", "st.shared")), "cp_async_16_zfill", 2, shown)
     commit = ptx_probe.read(ptx["hgemm_probe_commit"], ("cp.", "bar", "membar", "fence")).instructions
     if [i.opcode for i in commit] != ["cp.async.commit_group"]:
         did = ", ".join(i.opcode for i in commit) or "no instruction"
@@ -87,7 +97,8 @@ def check_asm(compiled: Compiled) -> str:
             "arguments where they belong, commit and wait<N> the group instructions with N's count")
 
 
-def _check_copy(probe: ptx_probe.Probe, function: str, first: int, size_param: int | None, shown: str) -> None:
+def _check_copy(probe: ptx_probe.Probe, function: str, size_param: int | None, shown: str) -> None:
+    first = 0                                           # the probe's parameters: dst, src, then bytes
     mine = [i for i in probe.instructions if any(isinstance(o, tuple) and o[0] == "addr" and o[1].what[0] == "param"
                                                  and o[1].what[1] in (first, first + 1) for o in i.operands)]
     if not mine:
@@ -212,7 +223,7 @@ def _play(lines: list[list[str]], tiles, shown: str, ring_type) -> None:
         elif kind == "slice":
             kt = int(words[1])
             ring.at = f"at slice {kt}"
-            ring.where = f"with {k_tiles} slices, {ring.at}"
+            ring.where = f"with {k_tiles} slice{'' if k_tiles == 1 else 's'}, {ring.at}"
         elif kind == "tile":
             ring.copy(int(words[1]), int(words[2]))
         elif kind == "commit":

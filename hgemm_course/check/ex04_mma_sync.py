@@ -29,7 +29,8 @@ LDMATRIX_QUALIFIERS = ("ldmatrix", "sync", "aligned", "m8n8", "x4", "shared", "b
 MMA_QUALIFIERS = ("mma", "sync", "aligned", "m16n8k16", "row", "col", "f32", "f16", "f16", "f32")
 MMA_FIELDS = ("", "", "", "shape", "A layout", "B layout", "D type", "A type", "B type", "C type")
 
-PROBES = r'''
+PROBES = {
+    "hgemm_probe_ldmatrix": r'''
 extern "C" __global__ void hgemm_probe_ldmatrix(unsigned a_addr, unsigned b_addr, unsigned* out) {
     unsigned r[8];
     ldmatrix_x4(r[0], r[1], r[2], r[3], a_addr);
@@ -37,6 +38,8 @@ extern "C" __global__ void hgemm_probe_ldmatrix(unsigned a_addr, unsigned b_addr
 #pragma unroll
     for (int i = 0; i < 8; ++i) out[i] = r[i];
 }
+''',
+    "hgemm_probe_mma": r'''
 extern "C" __global__ void hgemm_probe_mma(unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
                                            unsigned b1, float c0, float c1, float c2, float c3, float* out) {
     const unsigned a[4] = {a0, a1, a2, a3};
@@ -46,8 +49,9 @@ extern "C" __global__ void hgemm_probe_mma(unsigned a0, unsigned a1, unsigned a2
 #pragma unroll
     for (int i = 0; i < 4; ++i) out[i] = d[i];
 }
-'''
-NAMES = ("hgemm_probe_ldmatrix", "hgemm_probe_mma")
+''',
+}
+CALLS = {"hgemm_probe_ldmatrix": "ldmatrix_x4 and ldmatrix_x4_trans", "hgemm_probe_mma": "mma_m16n8k16"}
 MMA_ARGS = ("a[0]", "a[1]", "a[2]", "a[3]", "b[0]", "b[1]", "d[0]", "d[1]", "d[2]", "d[3]")
 
 
@@ -55,7 +59,7 @@ MMA_ARGS = ("a[0]", "a[1]", "a[2]", "a[3]", "b[0]", "b[1]", "d[0]", "d[1]", "d[2
 
 def check_asm(compiled: Compiled) -> str:
     shown = display_path(compiled.path)
-    ptx = ptx_probe.compile_probes(compiled, PROBES, NAMES, shown)
+    ptx = ptx_probe.compile_probes(compiled, PROBES, shown, CALLS)
     _check_ldmatrix(ptx_probe.read(ptx["hgemm_probe_ldmatrix"], ("ldmatrix", "ld.", "mma")), shown)
     _check_mma(ptx_probe.read(ptx["hgemm_probe_mma"], ("mma", "wmma")), shown)
     return ("ldmatrix_x4 and ldmatrix_x4_trans give every lane the A and B fragment registers mma.sync reads, and "
@@ -364,7 +368,7 @@ def _play(lines: list[list[str]], tiles, shown: str, ring_type) -> None:
         if kind == "step":
             step = (int(words[1]), int(words[2]))
             ring.at = f"at slice {step[0]}, k-step {step[1]}"
-            ring.where = f"with {k_tiles} slices, {ring.at}"
+            ring.where = f"with {k_tiles} slice{'' if k_tiles == 1 else 's'}, {ring.at}"
         elif kind == "tile":
             ring.copy(int(words[1]), int(words[2]), int(words[3]))
         elif kind == "commit":
@@ -424,7 +428,7 @@ def _product(p: tuple) -> str:
 
 
 def _explain_sums(i: int, j: int, expected: Counter, got: Counter, k_tiles: int, shown: str) -> str:
-    lines = [f"{shown}: with {k_tiles} slices, acc[{i}][{j}] does not end up as the sum over every k-step of "
+    lines = [f"{shown}: with {k_tiles} slice{'' if k_tiles == 1 else 's'}, acc[{i}][{j}] does not end up as the sum over every k-step of "
              f"a_frag[{i}] times b_frag[{j}]."]
     missing, extra = expected - got, got - expected
     if missing:

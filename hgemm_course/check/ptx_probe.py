@@ -129,26 +129,40 @@ def read(ptx: str, interesting: tuple[str, ...]) -> Probe:
     return probe
 
 
-def compile_probes(compiled, probes: str, names: tuple[str, ...], shown: str) -> dict[str, str]:
-    """The learner's file with the checker's ``probes`` (extern "C" kernels named ``names``) appended, compiled in
-    the compile child for the learner's architecture; each probe's PTX. A probe that does not compile means the
-    learner changed a function's signature: a Failure that says so."""
-    from .kernel_exercise import _compiled_in_child, entry_ptx
+def compile_probes(compiled, probes: dict[str, str], shown: str, calls: dict[str, str]) -> dict[str, str]:
+    """The learner's file with the checker's ``probes`` (extern "C" kernel name -> its source) appended, compiled in
+    the compile child for the learner's architecture; each probe's PTX. When they do not compile, each probe is
+    compiled alone, and the Failure names the learner's function that the first failing one calls (``calls``:
+    probe name -> the functions it calls)."""
+    answer = _compile(compiled, "".join(probes.values()), tuple(probes), shown)
+    if "ptx" not in answer:
+        for name, text in probes.items():
+            alone = _compile(compiled, text, (name,), shown)
+            if "ptx" not in alone:
+                answer = alone
+                break
+        else:
+            name = next(iter(probes))
+        log = answer.get("compile_error") or answer.get("refused") or ""
+        first = next((line for line in log.splitlines() if "error" in line), log.strip()[:300])
+        raise Failure(f"{shown}: the checker calls your {calls[name]} from a small kernel of its own, and that does "
+                      f"not compile: {first.strip()}\nKeep the function's name and parameters as the exercise gave "
+                      "them, and give each asm operand the register kind and the order its instruction takes.",
+                      {"input": calls[name], "expected": "a function the checker can call", "got": first.strip()})
+    from .kernel_exercise import entry_ptx
+
+    return {name: entry_ptx(answer["ptx"], answer["lowered"].get(name, name)) for name in probes}
+
+
+def _compile(compiled, probes: str, names: tuple[str, ...], shown: str) -> dict:
+    from .kernel_exercise import _compiled_in_child
 
     text = compiled.text + f'\n#line 1 "the checker\'s probe of {shown}"\n' + probes
     limit = host_model._time_limit_s or PROBE_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="hgemm-course-probe-", ignore_cleanup_errors=True) as folder:
         path = Path(folder) / Path(compiled.path).name
         path.write_text(text)
-        answer = _compiled_in_child(path, names, compiled.arch, limit, shown)
-    if "ptx" not in answer:
-        log = answer.get("compile_error") or answer.get("refused") or ""
-        first = next((line for line in log.splitlines() if "error" in line), log.strip()[:300])
-        raise Failure(f"{shown}: the checker calls your PTX functions from small kernels of its own, and those do not "
-                      f"compile: {first.strip()}\nKeep each function's name and parameters as the exercise gave them, "
-                      "and give each asm operand the register kind its instruction takes.",
-                      {"input": shown, "expected": "the functions as declared", "got": first.strip()})
-    return {name: entry_ptx(answer["ptx"], answer["lowered"].get(name, name)) for name in names}
+        return _compiled_in_child(path, names, compiled.arch, limit, shown)
 
 
 def qualifiers(opcode: str) -> list[str]:
