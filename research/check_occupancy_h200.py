@@ -1,5 +1,6 @@
 # Question: does sim.occupancy's CTAs-per-SM agree with the driver's occupancy calculator on the H200?
-# Results: results/occupancy_check_nvidia-h200_*.json (every case and the device limits, with provenance).
+# Results: results/occupancy_check_nvidia-h200_*.json (every case and the device limits, with provenance). The run
+# of 2026-11-29 (270 cases, all agreeing) wrote no provenance and is no longer kept; run it again on the H200.
 """Check hgemm_course.sim.occupancy against the CUDA driver's occupancy calculator on the H200.
 
     python3 research/check_occupancy_h200.py results
