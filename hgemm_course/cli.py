@@ -405,8 +405,21 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _odd_environment() -> str | None:
+    """A setting in the environment that Numba cannot start with, named with its fix; None when there is none."""
+    value = os.environ.get("NUMBA_NUM_THREADS")
+    if value is not None and not (value.strip().isdigit() and int(value) > 0):
+        return (f"NUMBA_NUM_THREADS={value[:40]!r} is not a number of threads: unset it, or give a whole number "
+                "from 1 to the cores this machine has.")
+    return None
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    odd = _odd_environment()
+    if odd is not None:
+        print(f"hgemm-course: {odd}", file=sys.stderr)
+        return 2
     figures = None
     if argv[:1] == ["viz"]:                  # only viz needs the figure registry, which imports Numba
         try:

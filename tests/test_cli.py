@@ -302,6 +302,14 @@ def test_numba_disable_jit_runs_plan_and_check():
     assert checked.returncode == 0 and "Traceback" not in checked.stdout + checked.stderr, checked.stdout + checked.stderr
 
 
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_a_number_of_numba_threads_that_is_none_is_refused_in_one_line(value):
+    out = run_cli("check", "ex05", "--path", "solutions/ex05_swizzle.py", env_extra={"NUMBA_NUM_THREADS": value},
+                  cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.returncode == 2 and "Traceback" not in out.stdout + out.stderr, out.stderr
+    assert out.stdout == "" and out.stderr.count("\n") == 1 and "NUMBA_NUM_THREADS" in out.stderr
+
+
 def test_a_bogus_matplotlib_backend_is_refused_in_one_line():
     out = run_cli("viz", "roofline", env_extra={"MPLBACKEND": "bogus"})
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
