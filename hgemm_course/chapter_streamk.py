@@ -1,0 +1,144 @@
+"""Chapter 12's two figures that no other chapter prints: rungs' SM cycles side by side from one recorded stretch of
+launches, and the fix-up cost of stream-K two ways, from the bytes a partial tile moves and from the fit to timings.
+
+Functions return data and print it; nothing here measures.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from . import verdict
+from .chapter import HOLD_SINCE, _p10_p90, with_samples
+from .paths import results_dir
+from .results import load_records
+
+STREAMK_PROBE = "streamk_probe_nvidia-h200_20261201.json"     # under results/: rung 11 and rung 12's sk_waves variants
+FIT_GRID = (1, 2, 3, 4, 5, 6, 8, 10, 12)                       # the fix-up costs research/fit_streamk_model.py tried
+
+
+def cycles_rows(rungs, size: int, folder=None) -> list[dict]:
+    """Each rung's SM cycles at ``size``^3 from the newest recorded run that holds every one of ``rungs`` there with its
+    launches' clocks: the median launch of each rung's timing build with its p10-p90, all from that one run (file).
+    Empty when no run holds them all."""
+    records = [r for r in load_records(folder) if r["rung"] in rungs and r["M"] == r["N"] == r["K"] == size
+               and r.get("launch_clocks") and str(r.get("date", "")) >= HOLD_SINCE]
+    files = [f for f in sorted({r["file"] for r in records}, reverse=True)
+             if {r["rung"] for r in records if r["file"] == f} >= set(rungs)]
+    if not files:
+        return []
+    chosen = {r["rung"]: r for r in records if r["file"] == files[0]}
+    rows = []
+    for rung in rungs:
+        r = with_samples([chosen[rung]], folder)[0]
+        cycles = [c["cycles"] for c in r["launch_clocks"]]
+        lo, hi = _p10_p90(cycles)
+        rows.append({"rung": rung, "size": size, "cycles": cycles, "mcycles": statistics.median(cycles) / 1e6,
+                     "p10": lo / 1e6, "p90": hi / 1e6, "launches": len(cycles), "file": r["file"], "gpu": r["gpu"],
+                     "date": str(r["date"])[:10]})
+    return rows
+
+
+def show_cycles(rung_a: str, rung_b: str, sizes=(4096, 8192), folder=None) -> list:
+    """Print, per size, the two rungs' SM cycles from one recorded run (:func:`cycles_rows`) and the verdict on them
+    (:func:`hgemm_course.verdict.compare`, judged against the spread of those same launches); one provenance line
+    under the table. Returns the verdicts."""
+    print(f"{'rung':<5}{'M x N x K':>16}{'Mcycles':>9}{'(p10-p90)':>16}{'launches':>9}")
+    found, files = [], set()
+    for n in sizes:
+        rows = cycles_rows((rung_a, rung_b), n, folder)
+        if not rows:
+            print(f"{'':<5}{f'{n}x{n}x{n}':>16}  no recorded run holds both rungs' launch cycles here")
+            continue
+        for r in rows:
+            shape, spread = f"{n}x{n}x{n}", f"({r['p10']:.3f}-{r['p90']:.3f})"
+            print(f"{r['rung']:<5}{shape:>16}{r['mcycles']:>9.3f}{spread:>16}{r['launches']:>9}")
+            files.add(r["file"])
+        found.append(verdict.compare(f"rung {rung_a}", rows[0]["cycles"], f"rung {rung_b}", rows[1]["cycles"],
+                                     f"SM cycles at {n}^3"))
+    for v in found:
+        print(v)
+    if files:
+        print(f"recorded on the {rows[0]['gpu']}, {rows[0]['date']}, " + ", ".join(f"results/{f}" for f in sorted(files))
+              + "; SM cycles of the busiest SM per launch, each rung's timing build (its CTAs log their cycles)")
+    return found
+
+
+# ---------------------------------------------------------------- the fix-up cost: bytes against the fit
+
+
+def fixup_from_bytes(tile_m: int = 128, tile_n: int = 256, tile_k: int = 64) -> dict:
+    """The fix-up cost in K-iterations that the bytes give: one CTA's fp32 partial tile (tile_m x tile_n x 4 bytes,
+    written once by a contributor and read once by the owner) against the fp16 operands one K-iteration brings into
+    the CTA ((tile_m + tile_n) x tile_k x 2 bytes)."""
+    partial = tile_m * tile_n * 4
+    per_iteration = (tile_m + tile_n) * tile_k * 2
+    return {"partial_bytes": partial, "iteration_bytes": per_iteration, "iters": partial / per_iteration}
+
+
+def _probe_by_shape(folder=None) -> tuple[dict, dict]:
+    probe = json.loads((Path(folder or results_dir()) / STREAMK_PROBE).read_text())
+    by_shape: dict[tuple, dict[str, float]] = {}
+    for t in probe["timing"]:
+        by_shape.setdefault(tuple(t["shape"]), {})[t["variant"].replace("12 ", "")] = t["pct_cublas"]
+    return probe["provenance"], by_shape
+
+
+def fit_error(fixup_iters: float, sk_iter_cost: float | None = None, folder=None) -> float:
+    """The error research/fit_streamk_model.py minimises, at one fix-up cost: over the probe's shapes and variants, the
+    squared log of the model's ratio to rung 11 over the measured one, summed."""
+    from .plan import rung11_efficiency
+    from .sim import waves
+
+    sk_iter_cost = waves.FITTED_SK_ITER_COST if sk_iter_cost is None else sk_iter_cost
+    _, by_shape = _probe_by_shape(folder)
+    error = 0.0
+    for shape, measured in by_shape.items():
+        pred = {}
+        for v in measured:
+            if v == "11":
+                pred[v] = rung11_efficiency(shape[0], shape[1], waves.UNITS)
+            else:
+                pred[v] = waves.schedule(*shape, mode="hybrid", sk_waves=int(v.split("=")[1]), units=waves.UNITS,
+                                         fixup_iters=fixup_iters, sk_iter_cost=sk_iter_cost).efficiency
+        error += sum((math.log(pred[v] / pred["11"]) - math.log(measured[v] / measured["11"])) ** 2 for v in measured)
+    return error
+
+
+def show_fixup_cost(folder=None) -> dict:
+    """Print the fix-up cost from the bytes, the value the model holds (``sim.waves.FITTED_FIXUP_ITERS``), and the fit's
+    error at the bytes' value and at each cost the grid search tried, on the recorded probe. Returns the figures."""
+    from .sim import waves
+
+    b = fixup_from_bytes(waves.TILE_M, waves.TILE_N, waves.TILE_K)
+    prov, by_shape = _probe_by_shape(folder)
+    errors = {f: fit_error(f, folder=folder) for f in sorted({*FIT_GRID, round(b["iters"], 2)})}
+    best = min((f for f in FIT_GRID), key=errors.get)
+    print(f"from the bytes: a {waves.TILE_M}x{waves.TILE_N} fp32 partial is {b['partial_bytes'] // 1024} KiB; one "
+          f"K-iteration brings {b['iteration_bytes'] // 1024} KiB of fp16 operands into the CTA: "
+          f"{b['iters']:.2f} K-iterations")
+    print(f"the model holds {waves.FITTED_FIXUP_ITERS:g} (sim.waves.FITTED_FIXUP_ITERS), stream-K iterations at "
+          f"{waves.FITTED_SK_ITER_COST:g} data-parallel ones; the fit's error (sum of squared log errors of rung 12 "
+          f"against rung 11, {len(by_shape)} shapes of results/{STREAMK_PROBE}, {prov['gpu']}, {prov['date'][:10]}):")
+    print("  fix-up cost  " + "".join(f"{f:>7g}" for f in errors))
+    print("  error        " + "".join(f"{errors[f]:>7.4f}" for f in errors))
+    print(f"the grid search tried whole K-iterations {', '.join(map(str, FIT_GRID))}; its best: {best}")
+    return {"bytes": b, "errors": errors, "best": best, "held": waves.FITTED_FIXUP_ITERS}
+
+
+def run_or_show_cycles(rung_a: str, rung_b: str, shapes, sizes=(4096, 8192)) -> list:
+    """Chapter 12's "run it": on a GPU that runs both rungs, verify ``rung_b`` on ``shapes`` and time both at ``sizes``
+    (:func:`hgemm_course.chapter.run_or_show`, one stretch per table), then the verdicts measured here
+    (:func:`hgemm_course.chapter.compare_or_show`); elsewhere, ``rung_b``'s compile report and the recorded cycles of
+    both from one run (:func:`show_cycles`). Returns the verdicts."""
+    from . import chapter, harness, target
+    from .ladder import get
+
+    if target.runnable() is not None and all(harness.refusal_here(get(r)) is None for r in (rung_a, rung_b)):
+        chapter.run_or_show([rung_a, rung_b], shapes, list(sizes), one_stretch=True)
+        return [v for n in sizes for v in chapter.compare_or_show(rung_a, rung_b, n)]
+    print("no GPU here:", end=" ")
+    chapter.compile_report(rung_b, target.current())
+    return show_cycles(rung_a, rung_b, sizes)
