@@ -24,34 +24,62 @@ EX03_FIRST_LOAD = "#pragma unroll\n            for (int i = 0; i < FRAG_M; ++i) 
 CLI_MEMORY_BYTES = 8 << 30      # the CLI runs under this much address space: an unbounded explanation fails loudly
 
 
+def _learner(tmp_path: Path, text: str) -> Path:
+    """``text`` as the learner's ex12 file, in a folder of its own (which its code may write), written to write its
+    process's pid beside it on import."""
+    folder = tmp_path / "learner"
+    folder.mkdir()
+    path = folder / "ex12_streamk.py"
+    future = "from __future__ import annotations\n"
+    assert future in text
+    path.write_text(text.replace(future, future + f"import os as _os\nopen({str(folder / 'pid')!r}, 'w')"
+                                                  ".write(str(_os.getpid()))\n", 1))
+    return path
+
+
+def _gone(path: Path) -> bool:
+    """Whether the learner's process that wrote ``path.parent / 'pid'`` has ended (a zombie has)."""
+    pid = int((path.parent / "pid").read_text())
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _cli_check(path: Path, timeout: int) -> tuple[subprocess.CompletedProcess, float]:
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY_BYTES, CLI_MEMORY_BYTES))
 
     start = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "check", "ex12", "--path", str(path), "--timeout",
-                          str(timeout)], capture_output=True, text=True, cwd=path.parent, timeout=300, preexec_fn=limit)
+                          str(timeout)], capture_output=True, text=True, cwd=path.parent.parent, timeout=300,
+                         preexec_fn=limit)
     return out, time.monotonic() - start
 
 
 def test_an_ex12_answer_whose_explanation_would_take_gigabytes_is_a_fail_within_the_timeout(tmp_path):
     """ctas_of_tile naming CTA 10**9 as a tile's last: the explanation listed every CTA up to it, in the caller."""
-    path = tmp_path / "ex12_streamk.py"
-    path.write_text(EX12.replace("    return cta_of(tile * iters_per_tile), cta_of((tile + 1) * iters_per_tile - 1)",
-                                 "    last = cta_of((tile + 1) * iters_per_tile - 1)\n"
-                                 "    return cta_of(tile * iters_per_tile), last if ctas < 66 else 10 ** 9", 1))
+    path = _learner(tmp_path, EX12.replace(
+        "    return cta_of(tile * iters_per_tile), cta_of((tile + 1) * iters_per_tile - 1)",
+        "    last = cta_of((tile + 1) * iters_per_tile - 1)\n"
+        "    return cta_of(tile * iters_per_tile), last if ctas < 66 else 10 ** 9", 1))
     out, took = _cli_check(path, 10)
     text = out.stdout + out.stderr
     assert out.returncode == 1 and "Traceback" not in text and "MemoryError" not in text, text
     assert "ctas_of_tile(tile=0, tiles=144, iters_per_tile=48, ctas=66): expected (0, 0), got (0, 1000000000)." in text
     assert "wait for the flag of CTA(s) 1-1000000000 (CTA 1000000000 is not even in the grid of 66)" in text
     assert took < 10 + 20, took     # the timeout, and the CLI's own start
+    assert _gone(path)
 
 
 def test_an_explanation_whose_answers_come_too_slowly_keeps_the_wrong_answer(tmp_path):
     """The explanation asks for every CTA's range again; here each of those answers takes a second: the check ends
     at its time limit with the wrong answer it found, not with 'no answer'."""
-    path = tmp_path / "ex12_streamk.py"
     slow = ("_calls = []\n\n\ndef cta_k_range(cta, tiles, iters_per_tile, ctas):\n"
             "    begin, end = _right(cta, tiles, iters_per_tile, ctas)\n"
             "    if (tiles, ctas) != (144, 66):\n        return begin, end\n"
@@ -59,7 +87,7 @@ def test_an_explanation_whose_answers_come_too_slowly_keeps_the_wrong_answer(tmp
             "    if len(_calls) > 66:                # the explanation's calls: slow\n"
             "        import time; time.sleep(1)\n"
             "    return begin, end + (cta == 65)\n")
-    path.write_text(EX12.replace("def cta_k_range(", "def _right(", 1) + "\n\n" + slow)
+    path = _learner(tmp_path, EX12.replace("def cta_k_range(", "def _right(", 1) + "\n\n" + slow)
     out, took = _cli_check(path, 6)
     text = out.stdout + out.stderr
     assert out.returncode == 1 and "Traceback" not in text, text
@@ -67,6 +95,7 @@ def test_an_explanation_whose_answers_come_too_slowly_keeps_the_wrong_answer(tmp
         in text, text
     assert "The rest of the explanation is left out" in text and "No answer after" not in text
     assert took < 6 + 20, took
+    assert _gone(path)
 
 
 def test_an_explanation_past_its_time_is_cut_and_says_so():
