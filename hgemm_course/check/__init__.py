@@ -10,10 +10,12 @@ that only produces C; where no GPU here runs the rung, the verdict is "could not
 ``exercises/`` and ``solutions/`` are generated from one source per exercise by :mod:`.generate`.
 
 The verdict is decided in the caller's process, where no learner code runs, from plain data the
-children send back; every process a check starts ends with it (:mod:`.sandbox`), runs confined (no ptrace,
-writes only below its own folders, :mod:`.confine`; ``hgemm-course check`` says in one line which protection
-this kernel lacks), and a change to the course's files, site-packages or results during a check fails it
-(:mod:`.watch`). The caller loads no Numba cache file that learner code could have written.
+children send back, and the caller's own work on that data (the explanation of a wrong answer too) stays
+within the check's time limit and 2 GiB of memory of its own; every process a check starts ends with it
+(:mod:`.sandbox`), runs confined (no ptrace, writes only below its own folders, :mod:`.confine`;
+``hgemm-course check`` says in one line which protection this kernel lacks), and a change to the course's files,
+site-packages or results during a check fails it (:mod:`.watch`; without Landlock, what learner code left there
+is moved away once the check has ended). The caller loads no Numba cache file that learner code could have written.
 
 Every checker compares the learner's function with the course's reference over the whole
 valid domain (exhaustively, or on many random cases where the domain is large), stops at
@@ -97,9 +99,10 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
     path in ``CheckResult.figure``.
 
     The learner's code runs in a child process with ``timeout`` seconds (default 60; from 1 to 3600)
-    and 4 GiB of memory, and only answers the checker's calls: the verdict is decided here. An exit,
-    a crash, a hang, a huge allocation, a signal sent to the checker there is a FAIL that says what
-    happened, and never reaches the caller; every process it started is gone when the check returns.
+    and 4 GiB of memory, and only answers the checker's calls: the verdict is decided here, within the same
+    time (3 s more at most) and 2 GiB of this process's memory. An exit, a crash, a hang, a huge allocation,
+    a signal sent to the checker there, an answer too large to judge is a FAIL that says what happened, and
+    never reaches the caller; every process it started is gone when the check returns.
 
     A kernel exercise takes the path of a ``.cu`` file (default: the learner's copy, found the
     same way); ``gpu`` says whether to run it too (default: when a GPU here runs the rung), within
