@@ -70,7 +70,10 @@ def startup_folders() -> list[Path]:
     """Where a later program reads code or settings at its start, watched (at their top) where Landlock is missing:
     the interpreter's ``bin`` (the ``hgemm-course`` command, ``python``), IPython's startup folder (what a notebook's
     kernel runs first) and matplotlib's config folder (a ``matplotlibrc`` names the backend module it imports)."""
-    home = Path.home()
+    try:
+        home = Path.home()
+    except RuntimeError:         # no HOME, and no entry for this user: nothing of the user's to read at a start
+        return [(Path(sys.prefix) / "bin").resolve()]
     ipython = Path(os.environ.get("IPYTHONDIR") or home / ".ipython")
     config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
     matplotlib = Path(os.environ.get("MPLCONFIGDIR") or config / "matplotlib")
