@@ -21,8 +21,8 @@ def plan_validation_figure(rows, near_points: float = 2.0):
                label="further below")
     ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel="fastest launch timed at the shape, % of cuBLAS",
            ylabel="the launch plan() picks, % of cuBLAS")
-    ax.set_title(f"The plan's launch is the fastest timed, or within {near_points:g} points, at "
-                 f"{sum(near)} of {len(rows)} probed shapes")
+    ax.set_title(f"The plan's launch is the fastest timed, or within {near_points:g} points,\n"
+                 f"at {sum(near)} of {len(rows)} probed shapes", fontsize=11)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig
