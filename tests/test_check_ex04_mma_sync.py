@@ -118,3 +118,21 @@ def test_swapped_operands_fail_on_the_cpu_before_the_gpu_runs(tmp_path):
                  ': "r"(b[0]), "r"(b[1]), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]));')
     result = check("ex04_mma_sync", path, gpu=True)
     assert result.verdict == "FAIL" and "its A operand gets" in result.message
+
+
+@pytest.mark.parametrize("given, path, name", [
+    ("ex04", "solutions/ex04_mma_sync.cu", "ex04_mma_sync"), ("04", "solutions/ex04_ldmatrix.py", "ex04_ldmatrix"),
+    ("ex03", "solutions/ex03_cp_async.cu", "ex03_cp_async"), ("03", "solutions/ex03_wmma.cu", "ex03_wmma"),
+    ("ex05", "solutions/ex05_swizzle_kernel.cu", "ex05_swizzle_kernel"), ("ex04", None, "ex04_ldmatrix"),
+])
+def test_a_chapter_number_with_a_file_checks_the_exercise_the_file_is(given, path, name):
+    from hgemm_course.check import _for_file, resolve
+
+    assert _for_file(resolve(given), ROOT / path if path else None) == name
+
+
+def test_a_cu_file_of_any_name_given_with_the_chapter_number_is_its_kernel_exercise(tmp_path):
+    from hgemm_course.check import _for_file
+
+    assert _for_file("ex04_ldmatrix", tmp_path / "my_ex04.cu") == "ex04_mma_sync"
+    assert _for_file("ex04_ldmatrix", tmp_path / "my_ex04.py") == "ex04_ldmatrix"

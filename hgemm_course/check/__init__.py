@@ -86,6 +86,22 @@ def resolve(exercise: str) -> str:
     )
 
 
+def _for_file(name: str, path) -> str:
+    """The exercise a file given with ``name`` is for: ``name``, unless the file is plainly another exercise of the same
+    chapter: named after it (``ex04 --path solutions/ex04_mma_sync.cu``), or a ``.cu`` file given with the number of a
+    chapter whose Python exercise it cannot be and whose one kernel exercise it can."""
+    if path is None or callable(path):
+        return name
+    file = Path(path)
+    same = [n for n in ALL_EXERCISES if n[:4] == name[:4]]
+    if file.stem in same and file.suffix == (".cu" if file.stem in KERNEL_EXERCISES else ".py"):
+        return file.stem
+    kernels = [n for n in same if n in KERNEL_EXERCISES]
+    if file.suffix == ".cu" and name in EXERCISES and len(kernels) == 1:
+        return kernels[0]
+    return name
+
+
 def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, draw: bool = False,
           figure_dir: str | Path | None = None, gpu: bool | None = None, timeout: float | None = None) -> CheckResult:
     """Check a learner's answer to ``exercise``.
@@ -109,7 +125,7 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
     ``timeout`` seconds (default 120). A kernel not run is never a PASS: the verdict is "could not
     check" (``CheckResult.unchecked`` says why) when the CPU part found nothing wrong.
     """
-    name = resolve(exercise)
+    name = _for_file(resolve(exercise), func_or_path)
     if name in _KERNEL_REGISTRY:
         timeout = checked_timeout(timeout, GPU_TIMEOUT_S)
         if callable(func_or_path):
@@ -146,7 +162,7 @@ def run_check(exercise: str, path: str | Path | None = None, *, draw: bool = Fal
     could not be checked (no such exercise or file, a timeout outside 1-3600 s: one line says what to do;
     a kernel exercise whose kernel no GPU here runs: its headline says why, below it what the CPU part checked)."""
     try:
-        name = resolve(exercise)
+        name = _for_file(resolve(exercise), path)
         checked_timeout(timeout, TIMEOUT_S)
         source = learner_file(f"{name}.cu" if name in _KERNEL_REGISTRY else f"{name}.py", path)
         print(f"checking {_shown(source)}", flush=True)
