@@ -142,3 +142,73 @@ def run_or_show_cycles(rung_a: str, rung_b: str, shapes, sizes=(4096, 8192)) -> 
     print("no GPU here:", end=" ")
     chapter.compile_report(rung_b, target.current())
     return show_cycles(rung_a, rung_b, sizes)
+
+
+def sweep_verdicts(file: str, rung_a: str = "11", rung_b: str = "12", folder=None) -> dict[tuple, verdict.Verdict]:
+    """Per shape of a recorded bench run (``file`` under results/) that timed both rungs in pairs with the vendor: the
+    verdict on ``rung_b``'s time against ``rung_a``'s, each launch's time over its paired vendor launch's (so the clock
+    drift they shared cancels), judged against the spread of those ratios."""
+    records = json.loads((Path(folder or results_dir()) / file).read_text())["records"]
+    by = {(r["rung"], r["M"], r["N"], r["K"]): r for r in records if r.get("paired")}
+    out = {}
+    for (rung, M, N, K), a in by.items():
+        b = by.get((rung_b, M, N, K))
+        if rung != rung_a or b is None:
+            continue
+        ratios = [[x / y for x, y in zip(r["samples_ms"], r["cublas_samples_ms"])] for r in (a, b)]
+        out[M, N, K] = verdict.compare(f"rung {rung_a}", ratios[0], f"rung {rung_b}", ratios[1],
+                                       f"time over the paired vendor launch's at {M}x{N}x{K}")
+    return out
+
+
+def verdict_cell(v: verdict.Verdict) -> str:
+    """A verdict in a table cell: "level (2.7%)", or the signed change in time with the spread, "-13.8% (2.7%)"."""
+    if v.outcome == "level":
+        return f"level ({v.spread:.1%})"
+    return f"{(v.ratio - 1) * 100:+.1f}% ({v.spread:.1%})"
+
+
+def sweep_rows() -> dict:
+    """Chapter 12's sweep: per recorded shape (:func:`hgemm_course.viz.shape_sweep_data`), its waves of cluster tiles,
+    the model's busy fractions (rung 11 on its own 16x2 super tiles, rung 11 as the plan weighs it, rung 12 on its best
+    split), the two rungs' recorded % of the vendor, and the verdict on rung 12's time against rung 11's
+    (:func:`sweep_verdicts`); sorted from the least busy rung 11 to the busiest."""
+    from .plan import plan, rung11_efficiency
+    from .sim import waves
+    from .viz import shape_sweep_data
+
+    d = shape_sweep_data()
+    judged = sweep_verdicts(d["file"])
+    rows = []
+    for (M, N, K), r11, r12 in zip(d["shapes"], d["pct"]["11"], d["pct"]["12"]):
+        split = waves.split_schedules(M, N, K)
+        rows.append({"shape": (M, N, K), "waves": waves.schedule(M, N, K).waves,
+                     "busy11": rung11_efficiency(M, N, waves.UNITS),
+                     "planned11": plan(M, N, K, units=waves.UNITS).efficiency["rung 11"],
+                     "busy12": split[waves.best_split(split)].efficiency, "pct11": r11, "pct12": r12,
+                     "verdict": judged[M, N, K]})
+    rows.sort(key=lambda r: (r["busy11"], "x".join(map(str, r["shape"]))))
+    return {"file": d["file"], "gpu": d["gpu"], "rows": rows}
+
+
+def show_sweep() -> dict:
+    """Print :func:`sweep_rows` as a table under its run, then the verdicts counted on the shapes where the model gives
+    rung 12 more than the plan's margin over rung 11 as the plan weighs it, and on the rest. Returns the rows."""
+    from .sim import waves
+
+    data = sweep_rows()
+    print(f"RECORDED on the {data['gpu']} (results/{data['file']}), {len(data['rows'])} shapes; model: busy "
+          "fractions ('r11 16x2': rung 11 on its own 16x2 super tiles; 'r11 plan': rung 11 as the plan weighs it, on "
+          "its busiest super tile); H200: % of cuBLAS (cupy.matmul), the median pair; rung 12's time against rung "
+          "11's: each launch over its paired cuBLAS launch, with the spread of those ratios")
+    print(f"{'M x N x K':>18} {'waves':>6} {'r11 16x2':>9} {'r11 plan':>9} {'rung 12':>8} {'H200: rung 11':>14} "
+          f"{'rung 12':>8} {'12 against 11':>16}")
+    for r in data["rows"]:
+        print(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['busy11']:9.0%} {r['planned11']:9.0%} "
+              f"{r['busy12']:8.0%} {r['pct11']:13.1f}% {r['pct12']:7.1f}% {verdict_cell(r['verdict']):>16}")
+    for name, group in (("where the model gives rung 12 more than the plan's margin", True), ("elsewhere", False)):
+        shown = [r for r in data["rows"] if (r["busy12"] > r["planned11"] * (1 + waves.DP_MARGIN)) == group]
+        count = {o: sum(r["verdict"].outcome == o for r in shown) for o in ("fewer", "level", "more")}
+        print(f"{name} ({waves.DP_MARGIN:.0%}): {len(shown)} shapes; rung 12 takes less time at {count['fewer']}, "
+              f"is level at {count['level']}, takes more at {count['more']}")
+    return data

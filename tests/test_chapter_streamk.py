@@ -41,3 +41,15 @@ def test_show_fixup_cost_names_both_values(capsys):
     text = capsys.readouterr().out
     assert out["best"] == waves.FITTED_FIXUP_ITERS == out["held"]
     assert "2.67 K-iterations" in text and "FITTED_FIXUP_ITERS" in text
+
+
+def test_sweep_verdicts_judge_the_paired_ratios_of_one_run():
+    from hgemm_course.viz import shape_sweep_data
+
+    d = shape_sweep_data()
+    found = cs.sweep_verdicts(d["file"])
+    assert set(found) == {tuple(s) for s in d["shapes"]}
+    v = found[3072, 3072, 3072]
+    assert v.outcome == "fewer" and cs.verdict_cell(v).startswith("-")
+    level = next(v for v in found.values() if v.outcome == "level")
+    assert cs.verdict_cell(level).startswith("level (")
