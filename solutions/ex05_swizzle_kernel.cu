@@ -26,8 +26,8 @@
 // and ldmatrix; on such a GPU it also runs your kernel and compares C, else it could not check it.
 // Rung 05: rung 04 with the padding replaced by the 128-byte XOR swizzle. Every shared row
 // is 128 bytes (BK = 64 halves of A; B is stored as BN / 64 panels of 64 columns), its 16-byte
-// chunk c sits at c ^ (row % 8), and the ldmatrix addresses are computed once and then
-// moved along k by XOR, along m or n by addition: no byte of padding, no bank conflict.
+// chunks permuted by an XOR with the row (swizzle.cuh), and the ldmatrix addresses are computed
+// once and then moved along k by XOR, along m or n by addition: no byte of padding, no bank conflict.
 #include "common.cuh"
 #include "cp_async.cuh"
 #include "ldmatrix.cuh"

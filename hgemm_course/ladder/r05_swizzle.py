@@ -79,7 +79,7 @@ def launch(a, b, c, tiles: MmaTiles | None = None):
 
 RUNG = Rung(
     id="05", slug="swizzle", title="mma.sync + 128-byte XOR swizzle",
-    idea="padding replaced by the 128-byte XOR swizzle: chunk c of row r lives at c ^ (r % 8)",
+    idea="padding replaced by the 128-byte XOR swizzle: each row's 16-byte chunks permuted by the row",
     backend="nvrtc", launch=launch, source=SOURCE,
     name_expressions=tuple(kernel(TILES, whole, RECORDED).name_expression for whole in (False, True)),
     needs=NEEDS, instantiations=instantiations, multiple_n=8, multiple_k=8,
