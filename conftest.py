@@ -19,7 +19,7 @@ if not HAS_GPU:
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (run `pytest -m gpu` on the H200 via scripts/h200.sh)")
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (on a machine with one, `pytest -m gpu tests` runs these)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

@@ -129,9 +129,13 @@ def cmd_profile(args) -> int:
 
 
 def cmd_sass(args) -> int:
+    from . import target
     from .profile import sass_command
 
-    return sass_command(args.rung, **_launch_options(args))
+    if args.arch is None:
+        return sass_command(args.rung, **_launch_options(args))
+    with target.use(target.named(args.arch)):
+        return sass_command(args.rung, **_launch_options(args))
 
 
 def cmd_profiles(args) -> int:
@@ -359,6 +363,8 @@ def build_parser(figures: dict | None = None) -> argparse.ArgumentParser:
 
     s = command("sass", "the main loop of a rung's kernel as ptxas scheduled it, from its SASS (no GPU needed)")
     s.add_argument("rung", help="the rung to read, e.g. 05 (rungs 03 and up)")
+    s.add_argument("--arch", metavar="ARCH", help="the target it is built and sized for: sm_80, sm_86, sm_89, sm_90a, "
+                                                  "... (default: this machine's GPU, or the H200's sm_90a without one)")
     _add_launch_arguments(s)
     s.set_defaults(fn=cmd_sass)
 

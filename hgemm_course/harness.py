@@ -791,13 +791,30 @@ def baseline_label(records, *, per_shape: bool = False) -> str:
     return f"{label}: " + "; ".join(f"{name} at {where(shapes)}" for name, shapes in at.items())
 
 
+BASELINE_WIDTH = 160      # a per-shape baseline label longer than this is told in counts instead
+
+
+def baseline_in_brief(records, where: str = "each row's own in its vendor field: --json") -> str:
+    """:func:`baseline_label` with ``per_shape``, or, where that runs past ``BASELINE_WIDTH`` characters, how many
+    shapes each vendor was the baseline at, and in brackets ``where`` each record's own is told."""
+    records = [r if isinstance(r, dict) else r.as_dict() for r in records]
+    label = baseline_label(records, per_shape=True)
+    if len(label) <= BASELINE_WIDTH:
+        return label
+    shapes: dict[str, set] = {}
+    for r in records:
+        shapes.setdefault(baseline_name(r), set()).add((r.get("M"), r.get("N"), r.get("K")))
+    return (f"{baseline_label(records)}: " + "; ".join(f"{name} at {len(s)} shapes" for name, s in shapes.items())
+            + f" ({where})")
+
+
 def baseline_note(records) -> str:
     """One line that names the vendor baseline the records' rungs were paired with (:func:`baseline_label`, shape by
     shape where it differs), whether several vendors were timed to choose it, or cuBLAS alone (with how to time
     cuBLASLt too, where PyTorch is not installed)."""
     records = [r if isinstance(r, dict) else r.as_dict() for r in records]
     timed = list(dict.fromkeys(name for r in records for name in (r.get("vendor_ms") or {})))
-    label = baseline_label(records, per_shape=True)
+    label = baseline_in_brief(records)
     if len({baseline_name(r) for r in records}) > 1:
         return f"baseline: {label}"
     if len(timed) > 1:

@@ -358,7 +358,7 @@ def ladder_summary(records: list[dict] | None = None, sizes=SUMMARY_SIZES) -> di
     None, "baseline", "records", "runs"}``: "baseline" what the rows' % are of, with which vendor at which shape
     where they differ (:func:`hgemm_course.harness.baseline_label`); "records" and "runs" count everything recorded,
     for what the summary leaves out."""
-    from .harness import baseline_label
+    from .harness import baseline_in_brief, baseline_label
     from .ladder import registry
 
     records = load_records(gpu=RECORDED_GPU, latest_only=False) if records is None else records
@@ -369,7 +369,7 @@ def ladder_summary(records: list[dict] | None = None, sizes=SUMMARY_SIZES) -> di
     top = next(((labels[rid], sizes[-1], cells[(rid, sizes[-1])], baseline_label([cells[(rid, sizes[-1])].runs[-1]]))
                 for rid in reversed(registry()) if (rid, sizes[-1]) in cells), None)
     drawn = [c.runs[-1] for (rid, n), c in cells.items() if rid in labels]
-    return {"sizes": tuple(sizes), "rows": rows, "top": top, "baseline": baseline_label(drawn, per_shape=True),
+    return {"sizes": tuple(sizes), "rows": rows, "top": top, "baseline": baseline_in_brief(drawn, "`hgemm-course results` names each"),
             "records": len(records),
             "runs": len({r["file"] for r in records})}
 

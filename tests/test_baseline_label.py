@@ -95,3 +95,11 @@ def test_the_summary_gives_each_cell_over_all_its_runs_and_calls_a_spread_across
 
     grid = viz.ladder_grid_data(runs)
     assert (grid["pct_cublas"][0, 0], grid["runs"][0, 0]) == (101.0, 5) and grid["low"][0, 0] < 100
+
+
+def test_a_baseline_of_many_shapes_is_told_in_counts_on_one_short_line():
+    records = [rec("11", n, 99.0, CUBLAS_NAME if n % 2 else CUBLASLT_NAME) for n in range(1000, 1060)]
+    note = harness.baseline_note(records)
+    assert len(note) <= harness.BASELINE_WIDTH + 60
+    assert f"{CUBLASLT_NAME} at 30 shapes; {CUBLAS_NAME} at 30 shapes" in note and "--json" in note
+    assert harness.baseline_note(MIXED) == f"baseline: {baseline_label(MIXED, per_shape=True)}"   # short: in full

@@ -314,3 +314,12 @@ def test_a_bogus_matplotlib_backend_is_refused_in_one_line():
     out = run_cli("viz", "roofline", env_extra={"MPLBACKEND": "bogus"})
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1 and "MPLBACKEND" in out.stderr
+
+
+def test_sass_reads_a_rung_as_built_for_another_target(capsys):
+    from hgemm_course.cli import main
+
+    assert main(["sass", "04", "--arch", "sm_80", "--size", "4096"]) == 0
+    assert capsys.readouterr().out.startswith("k04_mma_sync<128, 256, 64, 64, 64, 3, true>: main loop of ")
+    assert main(["sass", "04", "--arch", "sm_7"]) == 2
+    assert "No target 'sm_7'" in capsys.readouterr().err
