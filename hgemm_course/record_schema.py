@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jsonschema
+if TYPE_CHECKING:           # imported where a record is checked: it takes 2 s, which every check's child paid
+    import jsonschema
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "records.schema.json"
 KINDS_WITH_FIELDS = ("bench", "tune", "profile", "ceilings", "model")     # records with fields of their own
@@ -27,6 +29,8 @@ def schema() -> dict:
 @cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
     """A validator of ``$defs/name``, the other definitions beside it for its references."""
+    import jsonschema
+
     return jsonschema.Draft202012Validator({**schema(), "$ref": f"#/$defs/{name}"})
 
 
