@@ -154,3 +154,18 @@ def test_a_huge_wrong_answer_is_quoted_in_a_verdict_a_person_can_read(answer, tm
     result = check("ex05", path)
     assert result.verdict == "FAIL" and "swizzle_128b(row=0, chunk=0) returned" in result.message
     assert max(map(len, str(result).splitlines())) <= MAX_LINE + 40 and "characters more)" in result.message
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the host model of the regions needs g++")
+@pytest.mark.parametrize("line", ["acc x y", "load"])
+def test_a_stray_printf_in_ex03s_region_is_a_one_line_fail(line, tmp_path):
+    """ex03's fragment model read its lines unguarded: 'load' gave an IndexError traceback, 'acc x y' a refusal
+    (exit 2) that blamed no one, in place of a FAIL."""
+    from hgemm_course.check import check
+
+    stray = f'#ifndef __CUDACC__\nif (kk == 0) std::printf("{line}\\n");\n#endif\n'
+    path = tmp_path / "ex03_wmma.cu"
+    path.write_text(EX03.replace(EX03_FIRST_LOAD, stray + EX03_FIRST_LOAD))
+    result = check("ex03", path, gpu=False)
+    assert result.verdict == "FAIL" and "Traceback" not in str(result), str(result)
+    assert "printed a line the checker cannot read" in result.message

@@ -183,8 +183,11 @@ def fragment_model(compiled: Compiled, tiles, shown: str) -> str:
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
     a_ld, b_ld = tiles.bk + PAD, tiles.bn + PAD
-    for warp, events in _by_warp(lines).items():
-        _check_warp(warp, events, tiles, a_ld, b_ld, shown)
+
+    def play(lines: list[list[str]]) -> None:
+        for warp, events in _by_warp(lines).items():
+            _check_warp(warp, events, tiles, a_ld, b_ld, shown)
+    host_model.parsed(play, lines, shown)     # a line the region printed of its own is a one-line FAIL
     return (f"the fragment model ran your region for warps {' and '.join(map(str, warps))} and every k-step: "
             "every acc[i][j] adds a_frag[i] @ b_frag[j], loaded from its rows and columns, once per k-step")
 

@@ -187,7 +187,7 @@ def structural(compiled: Compiled) -> str:
         lines = host_model.run(_program(compiled, shown), shown)
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
-    return check_trace(lines, shown, compiled)
+    return host_model.parsed(lambda ls: check_trace(ls, shown, compiled), lines, shown)
 
 
 EXERCISE = KernelExercise(

@@ -160,8 +160,9 @@ def structural(compiled: Compiled) -> str:
         lines = host_model.run(_program(compiled, shown), shown)
     except host_model.ModelUnavailable as exc:
         return f"{exc}; the GPU run decides"
-    check_walks(lines, shown)
-    extra = compiled.extra_question("last_round_busy_ctas", lambda: check_extra(lines, shown))
+    host_model.parsed(lambda ls: check_walks(ls, shown), lines, shown)
+    extra = compiled.extra_question("last_round_busy_ctas",
+                                    lambda: host_model.parsed(lambda ls: check_extra(ls, shown), lines, shown))
     return (f"the host model walked your loops for every CTA of {len(CASES)} persistent grids: producer and "
             f"consumers alike, both CTAs of a cluster alike, every tile once in rung 11's order; {extra}")
 

@@ -73,12 +73,14 @@ def parsed(reader, lines: list[list[str]], shown: str):
     an empty one) is a Failure that shows it."""
     try:
         return reader(lines)
-    except (IndexError, KeyError, ValueError, TypeError, AttributeError):
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, ArithmeticError, RecursionError):
         bad = next((words for words in lines if not words or not words[0].isidentifier()), None)
-        shown_line = " ".join(bad) if bad else "one of them"
-        raise Failure(f"{shown}: the host model of your region printed a line the checker cannot read "
-                      f"({shown_line!r}): does your region print (printf) anything of its own? Remove it.",
-                      {"input": shown, "expected": "the model's trace lines", "got": shown_line}) from None
+        shown_line = " ".join(bad)[:200] if bad is not None else None     # else it looks like one of the model's
+        what = f" ({shown_line!r})" if shown_line is not None else ""
+        raise Failure(f"{shown}: the host model of your region printed a line the checker cannot read{what}: does "
+                      "your region print (printf) anything of its own? Remove it.",
+                      {"input": shown, "expected": "the model's trace lines", "got": shown_line or "a line out of its "
+                                                                                                  "format"}) from None
 
 
 def run(program: str, shown: str) -> list[list[str]]:
