@@ -830,7 +830,7 @@ def format_table(records) -> str:
     have them, the host's microseconds per call of the rung and of the baseline, and (bench's timing build) each
     launch's SM cycles, the clock it ran at and the timing build's time over the plain build's; under it, the line
     of :func:`baseline_note`. (NVML's clock readings are left out: NVML lags the clock a launch runs at, which is
-    its cycles over its time; chapter 08 shows both.)"""
+    its cycles over its time.)"""
     records = [r if isinstance(r, dict) else r.as_dict() for r in records]
     clocked = any(r.get("cycles") for r in records)
     host = any(r.get("host_us") is not None for r in records)
