@@ -83,3 +83,19 @@ def test_where_landlock_is_off_the_results_are_watched(monkeypatch):
         assert not watch.landlock() and results_dir().resolve() in watch.roots()
     finally:
         watch.landlock.cache_clear()
+
+
+def test_a_confined_worker_without_a_gpu_leaves_nothing_in_dev_shm(tmp_path):
+    """A file in /dev/shm would outlive the check: a worker may write the character devices, not there."""
+    import subprocess
+    import sys
+
+    if confine.landlock_abi() == 0 or confine.gpu_present() or not os.path.isdir("/dev/shm"):
+        pytest.skip("needs Landlock and no NVIDIA GPU (which keeps /dev writable), and a /dev/shm")
+    name = f"/dev/shm/hgemm-course-test-{os.getpid()}"
+    code = (f"from hgemm_course.check import confine; confine.confine([{str(tmp_path)!r}]); "
+            f"open('/dev/null', 'w').write('x'); open({str(tmp_path / 'mine')!r}, 'w').write('x')\n"
+            f"try:\n    open({name!r}, 'w')\nexcept PermissionError:\n    print('refused')")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.strip() == "refused", run.stdout + run.stderr
+    assert not os.path.exists(name) and (tmp_path / "mine").exists()

@@ -22,12 +22,15 @@ def landlock_asked(monkeypatch):
 
 
 @pytest.mark.parametrize("gpu", [True, False])
-def test_a_worker_may_write_its_own_proc_folder_only_where_there_is_a_gpu(monkeypatch, landlock_asked, gpu):
+def test_a_worker_may_write_its_own_proc_folder_and_all_of_dev_only_where_there_is_a_gpu(monkeypatch, landlock_asked, gpu):
     monkeypatch.setattr(confine, "gpu_present", lambda: gpu)
     monkeypatch.setattr(confine, "landlock_abi", lambda: 7)
     assert confine.confine(["/work"])["landlock"]
-    assert landlock_asked == [["/work", "/dev", *(["/proc/self"] if gpu else [])]]
-    assert not any(line.startswith("Landlock") for line in confine.missing())
+    (asked,) = landlock_asked
+    assert asked[0] == "/work" and ("/proc/self" in asked) is gpu and ("/dev" in asked) is gpu
+    assert ("/dev/null" in asked) is not gpu and not any(path.startswith("/dev/shm") for path in asked)
+    said = [line for line in confine.missing() if line.startswith("Landlock")]
+    assert said == ([] if not gpu else [next(line for line in said if "/dev/shm" in line)])
 
 
 # A worker as the checker starts one: confined to its own folder, then CUDA through CuPy and the course's build,

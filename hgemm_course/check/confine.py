@@ -7,8 +7,8 @@ checker's own processes give up so that learner code, the same user, cannot reac
   root); a seccomp filter that fails
   ``ptrace``, ``process_vm_readv``/``writev`` and ``pidfd_getfd`` with EPERM; and a Landlock ruleset under
   which the worker and everything it starts writes only below the folders it is given (its work folder, its
-  private temporary folder, ``/dev``, and on a machine with an NVIDIA GPU the worker's own ``/proc/self``, which
-  CUDA writes to as it starts), and, where the kernel has Landlock's scopes, signals no process outside.
+  private temporary folder) and to the devices of :func:`device_files`, and, where the kernel has Landlock's
+  scopes, signals no process outside.
 
 Where the kernel lacks one of them, :func:`missing` names it, and a check says so once, in one line.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import stat
 import struct
 
 PR_SET_DUMPABLE = 4
@@ -65,6 +66,25 @@ def gpu_present() -> bool:
     return os.path.exists("/dev/nvidiactl")
 
 
+def device_files() -> list[str]:
+    """What a worker may write besides its folders: the character devices (``/dev/null``, a terminal, the GPU's
+    nodes) and its terminals, not ``/dev/shm``, where a file would outlive the check. Where there is an NVIDIA GPU,
+    the whole of ``/dev`` and the worker's own ``/proc/self``, as CUDA was seen to start under on the H200
+    (results/logs/landlock_variants2_h200_20261204T0222.txt)."""
+    if gpu_present():
+        return ["/dev", "/proc/self"]
+    out = []
+    for name in sorted(os.listdir("/dev")):
+        path = os.path.join("/dev", name)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISCHR(mode) or (name == "pts" and stat.S_ISDIR(mode)):
+            out.append(path)
+    return out
+
+
 def missing() -> list[str]:
     """The protections this machine lacks, named as a learner would read them."""
     out = []
@@ -73,6 +93,9 @@ def missing() -> list[str]:
     abi = landlock_abi()
     if abi == 0:
         out.append("Landlock (learner code may write outside its folder; the check's watch still catches it)")
+    elif gpu_present():
+        out.append("Landlock's hold on /dev/shm (where there is an NVIDIA GPU the worker may write all of /dev, so a "
+                   "file it leaves in /dev/shm outlives the check; the course reads nothing there)")
     elif abi < 6:
         out.append(f"Landlock scopes (ABI {abi} < 6: learner code may signal the checker, which then fails it)")
     return out
@@ -167,7 +190,6 @@ def confine(writable: list[str]) -> dict[str, bool]:
     """In the calling process (a worker, before its own code): the Landlock ruleset that lets it write only below
     ``writable``, no capabilities, no_new_privs and the seccomp filter; which of them took."""
     nnp = _prctl(PR_SET_NO_NEW_PRIVS, 1) == 0
-    own = ["/dev", *(["/proc/self"] if gpu_present() else [])]      # the process's own /proc folder: for CUDA
-    landlock = nnp and _install_landlock([*writable, *own])
+    landlock = nnp and _install_landlock([*writable, *device_files()])
     return {"no_new_privs": nnp, "landlock": landlock, "capabilities": _drop_capabilities(),
             "seccomp": nnp and _install_seccomp()}
