@@ -170,18 +170,8 @@ def _check_copy(probe: ptx_probe.Probe, function: str, size_param: int | None, s
 
 # ------------------------------------------------------------------------------------------- 2. the bookkeeping
 
-def loop_region(compiled: Compiled, shown: str) -> tuple[str, int]:
-    """The learner's last region, the kernel's (text, first line); a Failure when the file's regions cannot be found."""
-    regions = compiled.regions()
-    if len(regions) != 5:
-        raise Failure(f"{shown}: the checker finds {len(regions)} marked regions, not the exercise's 5: keep the "
-                      "BEGIN SOLUTION / END SOLUTION lines, or the lines around each region, as the exercise gave them.",
-                      {"input": shown, "expected": 5, "got": len(regions)})
-    return regions[4]
-
-
 def _program(compiled: Compiled, tiles, shown: str, runs: tuple[int, ...]) -> str:
-    text, first = loop_region(compiled, shown)
+    text, first = host_model.last_region(compiled, shown, 5)
     return host_model.PRELUDE + f"""
 constexpr int BM = {tiles.bm}, BN = {tiles.bn}, BK = {tiles.bk}, WM = {tiles.wm}, WN = {tiles.wn}, STAGES = {tiles.stages};
 constexpr int THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, FRAG_M = WM / 16, FRAG_N = WN / 16;

@@ -287,18 +287,8 @@ def _explain_mma(a_got, b_got, c_got, d_got, shown: str) -> str:
 
 # ------------------------------------------------------------------------------------------- 2. the k-step
 
-def loop_region(compiled: Compiled, shown: str) -> tuple[str, int]:
-    """The learner's last region, the kernel's (text, first line); a Failure when the file's regions cannot be found."""
-    regions = compiled.regions()
-    if len(regions) != 4:
-        raise Failure(f"{shown}: the checker finds {len(regions)} marked regions, not the exercise's 4: keep the "
-                      "BEGIN SOLUTION / END SOLUTION lines, or the lines around each region, as the exercise gave them.",
-                      {"input": shown, "expected": 4, "got": len(regions)})
-    return regions[3]
-
-
 def _program(compiled: Compiled, tiles, shown: str, runs: tuple[int, ...]) -> str:
-    text, first = loop_region(compiled, shown)
+    text, first = host_model.last_region(compiled, shown, 4)
     return host_model.PRELUDE + f"""#include <cstdint>
 constexpr int BM = {tiles.bm}, BN = {tiles.bn}, BK = {tiles.bk}, WM = {tiles.wm}, WN = {tiles.wn}, STAGES = {tiles.stages};
 constexpr int THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, FRAG_M = WM / 16, FRAG_N = WN / 8;

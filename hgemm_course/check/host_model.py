@@ -134,3 +134,15 @@ def run(program: str, shown: str) -> list[list[str]]:
     if proc.returncode != 0:
         raise ModelUnavailable(f"the host model of your region stopped with exit status {proc.returncode}")
     return lines
+
+
+def last_region(compiled, shown: str, regions: int) -> tuple[str, int]:
+    """The learner's last marked region of a kernel exercise of ``regions`` regions (the loop its host model plays),
+    as (text, first line); a Failure when the file's regions cannot be found."""
+    found = compiled.regions()
+    if len(found) != regions:
+        raise Failure(f"{shown}: the checker finds {len(found)} marked regions, not the exercise's {regions}: keep the "
+                      "BEGIN SOLUTION / END SOLUTION lines, or the lines around each region, as the exercise gave them.",
+                      {"input": shown, "expected": regions, "got": len(found)})
+    return found[-1]
+
