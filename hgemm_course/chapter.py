@@ -1156,12 +1156,6 @@ def show_source(where: str, *names: str) -> str:
 # ---------------------------------------------------------------- a recorded table from one stretch of launches
 
 
-def _p10_p90(values) -> tuple[float, float]:
-    import numpy as np
-
-    return float(np.percentile(values, 10)), float(np.percentile(values, 90))
-
-
 def with_samples(rows: list[dict], folder=None) -> list[dict]:
     """Flat records (:func:`hgemm_course.results.load_records`) with their run file's own record merged in: every
     launch's samples, which the flat ones leave out."""
@@ -1189,7 +1183,7 @@ def stretch_row(r: dict) -> dict | None:
     mcycles = statistics.median(c["cycles"] for c in clocks) / 1e6
     paired = r.get("paired") and r.get("samples_ms") and r.get("cublas_samples_ms")
     pairs = [100 * v / s for s, v in zip(r["samples_ms"], r["cublas_samples_ms"])] if paired else []
-    lo, hi = _p10_p90(pairs) if pairs else (float("nan"), float("nan"))
+    lo, hi = verdict.p10_p90(pairs) if pairs else (float("nan"), float("nan"))
     return {"rung": r["rung"], "M": r["M"], "N": r["N"], "K": r["K"], "ms": ms,
             "mcycles": mcycles, "ghz": mcycles / ms,        # the clock of the median launch: its cycles over its time
             "tflops": 2 * r["M"] * r["N"] * r["K"] / (ms * 1e-3) / 1e12,
@@ -1345,7 +1339,7 @@ def limits_stretch_rows(data: dict) -> list[dict]:
             continue
         ms = statistics.median(c["ns"] for c in clocks) / 1e6
         mcycles = statistics.median(c["cycles"] for c in clocks) / 1e6
-        lo, hi = _p10_p90(pairs)
+        lo, hi = verdict.p10_p90(pairs)
         rows.append({**row, "ms": ms, "mcycles": mcycles, "ghz": mcycles / ms, "tflops": 2 * n**3 / (ms * 1e-3) / 1e12,
                      "pct": statistics.median(pairs), "pct_p10": lo, "pct_p90": hi,
                      "cycles": [c["cycles"] for c in clocks]})

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from . import verdict
-from .chapter import HOLD_SINCE, _p10_p90, with_samples
+from .chapter import HOLD_SINCE, with_samples
 from .paths import results_dir
 from .results import load_records
 
@@ -34,7 +34,7 @@ def cycles_rows(rungs, size: int, folder=None) -> list[dict]:
     for rung in rungs:
         r = with_samples([chosen[rung]], folder)[0]
         cycles = [c["cycles"] for c in r["launch_clocks"]]
-        lo, hi = _p10_p90(cycles)
+        lo, hi = verdict.p10_p90(cycles)
         rows.append({"rung": rung, "size": size, "cycles": cycles, "mcycles": statistics.median(cycles) / 1e6,
                      "p10": lo / 1e6, "p90": hi / 1e6, "launches": len(cycles), "file": r["file"], "gpu": r["gpu"],
                      "date": str(r["date"])[:10]})

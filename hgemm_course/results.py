@@ -290,10 +290,9 @@ def ladder_cells(records: list[dict]) -> dict[tuple[str, int], LadderCell]:
 
 def _runs_spread(values: list[float]) -> tuple[float, float, float]:
     """The median of a rung's recorded figures at one size and their p10 and p90 (inclusive: within the range)."""
-    if len(values) == 1:
-        return values[0], values[0], values[0]
-    deciles = statistics.quantiles(values, n=10, method="inclusive")
-    return statistics.median(values), deciles[0], deciles[-1]
+    from .verdict import p10_p90
+
+    return (statistics.median(values), *p10_p90(values))
 
 
 def ladder_markdown(records: list[dict] | None = None) -> str:

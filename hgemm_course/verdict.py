@@ -12,13 +12,23 @@ from dataclasses import dataclass
 FLOOR = 0.005   # two medians closer than 0.5% are level whatever the spread: the course claims no finer step
 
 
+def p10_p90(values) -> tuple[float, float]:
+    """The 10th and 90th percentiles of ``values``, interpolated within their range (the one value twice where
+    there is one)."""
+    values = list(values)
+    if len(values) == 1:
+        return float(values[0]), float(values[0])
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return deciles[0], deciles[-1]
+
+
 def relative_spread(values) -> float:
     """(p90 - p10) / median of ``values``: how far apart a run's measurements of one thing lie."""
     values = sorted(values)
     if len(values) < 2:
         raise ValueError("a spread needs at least two measurements")
-    deciles = statistics.quantiles(values, n=10, method="inclusive")
-    return (deciles[-1] - deciles[0]) / statistics.median(values)
+    low, high = p10_p90(values)
+    return (high - low) / statistics.median(values)
 
 
 @dataclass(frozen=True)
