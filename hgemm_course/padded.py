@@ -70,7 +70,7 @@ def buffers(M: int, N: int, K: int, padded: tuple[int, int, int],
     """The kept buffers of an M x N x K product padded to ``padded`` (Mp, Np, Kp) on the current GPU and stream,
     made on first use; ``dropped`` is called with each set the cache drops to make room. Keyed by the own shape
     too: a buffer of K = 1003 holds A in columns 1001 and 1002, which a product of K = 1001 padded to the same
-    1008 needs zero."""
+    1024 needs zero."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
