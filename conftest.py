@@ -8,7 +8,7 @@ import os
 import matplotlib
 import pytest
 
-from hgemm_course.device import GpuInfo, has_gpu
+from hgemm_course.library.device import GpuInfo, has_gpu
 
 matplotlib.use("Agg")
 HAS_GPU = has_gpu()
@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The GPUs a learner brings, as their drivers describe them, for tests that fake one at the driver probe
-# (hgemm_course.device.probe_gpu): tests/test_targets.py, test_chapter_targets.py, test_check_targets.py.
+# (hgemm_course.library.device.probe_gpu): tests/test_targets.py, test_chapter_targets.py, test_check_targets.py.
 KIB = 1024
 FAKE_GPUS = {
     "A100": GpuInfo("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 * 2**20, 164 * KIB, 163 * KIB, 65536, 1410000,

@@ -1,4 +1,4 @@
-// Exercise 03, kernel: rung 03's copies (hgemm_course/kernels/k03_wmma.cu and ptx_snippets/cp_async.cuh).
+// Exercise 03, kernel: rung 03's copies (hgemm_course/library/kernels/k03_wmma.cu and ptx_snippets/cp_async.cuh).
 //
 // This file is the rung-03 kernel with its copy header, cp_async.cuh, written into it, and the PTX cut out:
 // the inline-asm statements of cp_async_16, cp_async_16_zfill, cp_async_commit_group and cp_async_wait_group

@@ -1,4 +1,4 @@
-// Exercise 07: the full/empty mbarrier ring of rung 07 (hgemm_course/kernels/k07_tma.cu).
+// Exercise 07: the full/empty mbarrier ring of rung 07 (hgemm_course/library/kernels/k07_tma.cu).
 //
 // This file is the rung-07 kernel in the form chapter 07 first teaches (one fragment buffer)
 // with the top of its main loop cut out. The ring (TmaRing, kernels/common.cuh) has STAGES

@@ -1,4 +1,4 @@
-// Exercise 09, kernel: rung 09's wgmma main loop (hgemm_course/kernels/k09_wgmma.cu).
+// Exercise 09, kernel: rung 09's wgmma main loop (hgemm_course/library/kernels/k09_wgmma.cu).
 //
 // This file is the rung-09 kernel with two regions cut out, plus one optional extra question at its end.
 // wgmma.mma_async is issued by a whole warpgroup (128 threads) and is asynchronous: it returns

@@ -16,16 +16,16 @@ except PackageNotFoundError:                    # imported from a checkout that 
     __version__ = "0+unknown"
 
 
-from .errors import NoGPUError  # noqa: E402  (the package's exception, raised by api.py and harness.py)
+from .library.errors import NoGPUError  # noqa: E402  (the package's exception, raised by api.py and harness.py)
 
 
 def rungs() -> list[dict]:
     """The ladder: id, chapter, title, idea and what each rung needs (GPU arch, CUDASIM or not)."""
-    from .ladder import registry
+    from .library.ladder import registry
 
     return [r.as_dict() for r in registry().values()]
 
 
-from .api import gemm  # noqa: E402
+from .library.api import gemm  # noqa: E402
 
 __all__ = ["NoGPUError", "__version__", "gemm", "rungs"]

@@ -1,7 +1,7 @@
 // cta_clock.cuh: each CTA's start and end, in its SM's cycles (%clock64) and in nanoseconds
 // (%globaltimer), for the timing build of a kernel. A kernel declares `const CtaClock cta_clock;` as
 // its first statement. In the plain build CtaClock is empty and the line compiles to nothing; the
-// timing build (compiled with HGEMM_CTA_CLOCK defined, by hgemm_course/cta_clock.py) logs each CTA.
+// timing build (compiled with HGEMM_CTA_CLOCK defined, by hgemm_course/library/cta_clock.py) logs each CTA.
 // PTX ISA: "Special Registers: %clock64, %globaltimer, %smid".
 //
 // Why: a launch's time moves with the clock the SM runs at, which the power limit lowers by what the
@@ -11,10 +11,10 @@
 
 #ifdef HGEMM_CTA_CLOCK
 #if !defined(HGEMM_CTA_CLOCK_SLOTS) || !defined(HGEMM_CTA_CLOCK_CAPACITY) || !defined(HGEMM_CTA_CLOCK_ENTRY_BYTES)
-#error "the timing build takes its log's size from hgemm_course/cta_clock.py (-DHGEMM_CTA_CLOCK_SLOTS=...)"
+#error "the timing build takes its log's size from hgemm_course/library/cta_clock.py (-DHGEMM_CTA_CLOCK_SLOTS=...)"
 #endif
 
-// One CTA of one launch: the host reads these as hgemm_course.cta_clock.ENTRY.
+// One CTA of one launch: the host reads these as hgemm_course.library.cta_clock.ENTRY.
 struct CtaClockEntry {
     unsigned long long start_cycles;  // %clock64 of the SM, as the CTA's first thread begins
     unsigned long long end_cycles;    // %clock64 as the CTA's last warp ends (the latest of its warps)
@@ -24,7 +24,7 @@ struct CtaClockEntry {
     unsigned launch;                  // which launch since the host last zeroed cta_clock_started
 };
 
-static_assert(sizeof(CtaClockEntry) == HGEMM_CTA_CLOCK_ENTRY_BYTES, "hgemm_course.cta_clock.ENTRY reads another layout");
+static_assert(sizeof(CtaClockEntry) == HGEMM_CTA_CLOCK_ENTRY_BYTES, "hgemm_course.library.cta_clock.ENTRY reads another layout");
 
 // The last HGEMM_CTA_CLOCK_SLOTS launches, a row each (launch i in row i % SLOTS), so that launches
 // queued back to back, as the benchmark runs them, each keep their own record.

@@ -20,7 +20,7 @@ last two steps change the tiles:
     04  + 128x256 tiles          rung 04 as it is
 
 Each variant alternates launch by launch with cuBLAS (% of cuBLAS) and with its own timing build (its SM
-cycles and the clock it ran at: hgemm_course/cta_clock.py). The historical sources get the timing build's
+cycles and the clock it ran at: hgemm_course/library/cta_clock.py). The historical sources get the timing build's
 one line where the current kernels have it.
 """
 from __future__ import annotations
@@ -34,9 +34,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hgemm_course import harness, profile, results
-from hgemm_course.ladder import r03_wmma, r04_mma_sync
-from hgemm_course.ladder.nvrtc_kernel import launched_kernel
+from hgemm_course.measurement import harness, profile, records
+from hgemm_course.library.ladder import r03_wmma, r04_mma_sync
+from hgemm_course.library.ladder.nvrtc_kernel import launched_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablate_mma_feeding import verify  # noqa: E402 (the probes' one verification: random inputs, NaN-poisoned C)
@@ -60,7 +60,7 @@ def historical_source(commit: str, name: str, edits=()) -> Path:
     """k04_mma_sync.cu as committed at ``commit``, with ``edits`` and the timing build's line, under .ablate/
     (where there is no git history, as on the device machine, the file written there before)."""
     path = ABLATE / f"k04_{name}.cu"
-    shown = subprocess.run(["git", "show", f"{commit}:hgemm_course/kernels/k04_mma_sync.cu"], cwd=ROOT,
+    shown = subprocess.run(["git", "show", f"{commit}:hgemm_course/library/kernels/k04_mma_sync.cu"], cwd=ROOT,
                            capture_output=True, text=True)
     if shown.returncode != 0 and path.is_file():
         return path
@@ -124,7 +124,7 @@ def counters(label: str, size: int, out: Path) -> dict:
                     "--page", "raw", "--metrics", ",".join(NCU_METRICS), "-k", "regex:^k0[34]", "--launch-skip", "1",
                     "--launch-count", "1", "--log-file", str(log), sys.executable, __file__, "--launch", label,
                     "--size", str(size)], check=True, capture_output=True)
-    from hgemm_course import ncu as ncu_csv
+    from hgemm_course.measurement import ncu as ncu_csv
 
     row = ncu_csv.read_raw(log)[0]["metrics"]
     return {name: row.get(name) for name in NCU_METRICS}
@@ -136,7 +136,7 @@ def ncu_log(out: Path, label: str, size: int) -> Path:
 
 def reread(out: Path) -> int:
     """The ncu fields of a run's JSON read again from the CSVs ncu wrote beside it (the JSON's provenance says so)."""
-    from hgemm_course import ncu as ncu_csv
+    from hgemm_course.measurement import ncu as ncu_csv
 
     path = out / "ablate_03_to_04.json"
     data = json.loads(path.read_text())
@@ -202,7 +202,7 @@ def main() -> int:
                           f"{t['clock_ghz']:.3f} GHz" for n, t in row["timing"].items()), flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        prov = results.provenance({"script": "research/ablate_03_to_04.py", "sizes": args.sizes,
+        prov = records.provenance({"script": "research/ablate_03_to_04.py", "sizes": args.sizes,
                                    "repeats": args.repeats, "ncu_size": args.ncu_size})
         (args.out / "ablate_03_to_04.json").write_text(json.dumps({"provenance": prov, "variants": rows}, indent=1)
                                                        + "\n")

@@ -23,7 +23,7 @@ Groups (each a JSON file of the format chapter.show_ablation reads):
                  non-persistent
 Variants that change code are rung sources with the edits below applied, written under .ablate/; each edit
 names the text it replaces and fails loudly when that text is gone. Each variant alternates launch by launch
-with cuBLAS (% of cuBLAS) and with its own timing build (its SM cycles and clock: hgemm_course/cta_clock.py).
+with cuBLAS (% of cuBLAS) and with its own timing build (its SM cycles and clock: hgemm_course/library/cta_clock.py).
 """
 from __future__ import annotations
 
@@ -36,11 +36,12 @@ from pathlib import Path
 
 import numpy as np
 
-from hgemm_course import harness, results, tensormap
-from hgemm_course.ladder import r07_tma, r09_wgmma, r10_warp_specialized as r10, r11_persistent as r11
-from hgemm_course.ladder.nvrtc_kernel import TemplateKernel, loaded_module
-from hgemm_course.ladder.r06_supertile import grid_1d
-from hgemm_course.paths import KERNELS_DIR
+from hgemm_course.library import tensormap
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import r07_tma, r09_wgmma, r10_warp_specialized as r10, r11_persistent as r11
+from hgemm_course.library.ladder.nvrtc_kernel import TemplateKernel, loaded_module
+from hgemm_course.library.ladder.r06_supertile import grid_1d
+from hgemm_course.library.paths import KERNELS_DIR
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ablate_mma_feeding import verify  # noqa: E402 (the probes' one verification: random inputs, NaN-poisoned C)
@@ -99,7 +100,7 @@ K09_PREFETCH_STAGES_1 = (("for (int s = 0; s < STAGES - 2; ++s) {", "for (int s 
 
 
 def edited_source(source: str, name: str, *edit_lists) -> Path:
-    """hgemm_course/kernels/SOURCE with the edits applied, written as .ablate/NAME.cu (found there, like the
+    """hgemm_course/library/kernels/SOURCE with the edits applied, written as .ablate/NAME.cu (found there, like the
     kernels' own, by the includes' search path: the compiler is given the file's path)."""
     text = (KERNELS_DIR / source).read_text()
     for edits in edit_lists:
@@ -337,7 +338,7 @@ def main() -> int:
         failed |= any(r.get("verified") is False for r in rows)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
-            prov = results.provenance({"script": "research/ablate_hopper.py", "group": name, "sizes": list(sizes),
+            prov = records.provenance({"script": "research/ablate_hopper.py", "group": name, "sizes": list(sizes),
                                        "repeats": args.repeats})
             (args.out / f"ablate_{name}.json").write_text(json.dumps({"provenance": prov, "variants": rows},
                                                                      indent=1) + "\n")

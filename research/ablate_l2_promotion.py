@@ -7,7 +7,7 @@
 
 A promotion asks L2 to fetch from DRAM in pieces of that size around each miss, so that the neighbouring
 sectors a box will read next are already there. Each variant is verified, then alternated launch by launch
-with cuBLAS and with its timing build (cycles and clock, hgemm_course/cta_clock.py); ncu counts DRAM bytes,
+with cuBLAS and with its timing build (cycles and clock, hgemm_course/library/cta_clock.py); ncu counts DRAM bytes,
 L2 hit rate and L2 sectors read.
 """
 from __future__ import annotations
@@ -20,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hgemm_course import harness, ncu as ncu_csv, profile, results, tensormap
-from hgemm_course.ladder import r07_tma
+from hgemm_course.library import tensormap
+from hgemm_course.measurement import harness, ncu as ncu_csv, profile, records
+from hgemm_course.library.ladder import r07_tma
 
 PROMOTIONS = (256, 128, 0)
 NCU_METRICS = (profile.SM_CLOCK, "sm__cycles_elapsed.max", "dram__bytes_read.sum", "lts__t_sector_hit_rate.pct",
@@ -110,7 +111,7 @@ def main() -> int:
             for n, t in row["timing"].items()), flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        prov = results.provenance({"script": "research/ablate_l2_promotion.py", "sizes": args.sizes,
+        prov = records.provenance({"script": "research/ablate_l2_promotion.py", "sizes": args.sizes,
                                    "repeats": args.repeats, "ncu_size": args.ncu_size})
         (args.out / "ablate_l2_promotion.json").write_text(json.dumps({"provenance": prov, "variants": rows},
                                                                       indent=1) + "\n")

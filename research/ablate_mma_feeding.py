@@ -22,9 +22,9 @@ import sys
 from importlib import import_module
 from pathlib import Path
 
-from hgemm_course import harness, results
-from hgemm_course.ladder.nvrtc_kernel import MmaTiles, launched_kernel
-from hgemm_course.tensormap import tensor_maps
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder.nvrtc_kernel import MmaTiles, launched_kernel
+from hgemm_course.library.tensormap import tensor_maps
 
 ROOT = Path(__file__).resolve().parent.parent
 ABLATE = ROOT / ".ablate"
@@ -43,7 +43,7 @@ LINEAR = ("constexpr int A_LD = BK + 0;", "constexpr int B_LD = BN + 0;")
 def unpadded_source() -> Path | None:
     """Rung 04's current kernel with the 8 halves of padding removed (the "linear" layout of
     sim.banks): still a correct GEMM, but every ldmatrix meets an 8-way bank conflict."""
-    text = (ROOT / "hgemm_course" / "kernels" / "k04_mma_sync.cu").read_text()
+    text = (ROOT / "hgemm_course" / "library" / "kernels" / "k04_mma_sync.cu").read_text()
     if not all(padded in text for padded in PADDED):
         return None                            # the padding is declared elsewhere now (PaddedStages, common.cuh)
     for padded, linear in zip(PADDED, LINEAR):
@@ -58,7 +58,7 @@ def producer_warp_source() -> Path:
     """Rung 07's current kernel with a ninth warp that only refills the ring (waiting on each stage's empty
     barrier, then asking TMA for the slice), instead of thread 0 of compute warp 0 doing it between its own
     mma.sync; the launch gets 32 more threads ("extra_threads")."""
-    text = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
+    text = (ROOT / "hgemm_course" / "library" / "kernels" / "k07_tma.cu").read_text()
     edits = [
         ("__launch_bounds__((BM / WM) * (BN / WN) * 32, 1)", "__launch_bounds__((BM / WM) * (BN / WN) * 32 + 32, 1)"),
         ("    __syncthreads();\n    mbar_wait_parity(smem_u32(&ring.full[0]), 0);",
@@ -90,7 +90,7 @@ def stmatrix_epilogue_source() -> Path:
     the ring is reused) every warp writes its (WM, WN) tile as halves with stmatrix into its own 128B-swizzled
     rows, then copies them out as 16-byte row pieces, four rows of C per warp-wide store, instead of 4-byte
     pairs straight from the accumulators."""
-    text = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
+    text = (ROOT / "hgemm_course" / "library" / "kernels" / "k07_tma.cu").read_text()
     old_start = "    // ---- epilogue: fp32 accumulators -> fp16 pairs, straight from registers to C ---------"
     if old_start not in text or "#include \"mma_sync.cuh\"" not in text:
         raise SystemExit("k07_tma.cu changed: its epilogue or includes not found")
@@ -154,7 +154,7 @@ def variants() -> list[dict]:
                 {"label": f"{rung} copies in one burst", "rung": rung, "source": ABLATE / f"{stem}_burst.cu",
                  "kwargs": {}}]
     # the kernels from before the copies' addresses were worked out once per thread (written by
-    # `git show 1a31af7:hgemm_course/kernels/STEM.cu > .ablate/STEM_indexed_copies.cu`): each copy's row and
+    # `git show 1a31af7:hgemm_course/library/kernels/STEM.cu > .ablate/STEM_indexed_copies.cu`): each copy's row and
     # column divided out of a flat chunk index, its source multiplied out in 64 bits, inside the k-loop
     out += [{"label": f"{rung} copies indexed per chunk", "rung": rung,
              "source": ABLATE / f"{stem}_indexed_copies.cu", "kwargs": {}}
@@ -194,7 +194,7 @@ def launcher(variant: dict):
     """(the kernel timed at whole tiles, launch(a, b, c)) through the rung's own launcher with the
     kernel source swapped. Like the launchers, launch picks the instantiation without tail guards
     when M, N and K are whole tiles; a source from before that template parameter gets neither."""
-    module = import_module(f"hgemm_course.ladder.{MODULES[variant['rung']]}")
+    module = import_module(f"hgemm_course.library.ladder.{MODULES[variant['rung']]}")
     tiles = variant["kwargs"].get("tiles", module.TILES)
 
     def kernel_for(M, N, K):
@@ -294,7 +294,7 @@ def main() -> int:
             t["pct_cublas"] = 100.0 * cublas[n] / t["ms"]
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        prov = results.provenance({"script": "research/ablate_mma_feeding.py", "sizes": args.sizes,
+        prov = records.provenance({"script": "research/ablate_mma_feeding.py", "sizes": args.sizes,
                                    "repeats": args.repeats})
         (args.out / "ablate_mma_feeding.json").write_text(json.dumps(
             {"provenance": prov, "cublas_ms": cublas, "variants": rows}, indent=1) + "\n")

@@ -27,13 +27,14 @@ from pathlib import Path
 
 from ablate_mma_feeding import verify         # research/, on the path when run as a script
 
-from hgemm_course import harness, results, tensormap
-from hgemm_course.ladder import r11_persistent as r11
-from hgemm_course.ladder.nvrtc_kernel import cdiv
+from hgemm_course.library import tensormap
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import r11_persistent as r11
+from hgemm_course.library.ladder.nvrtc_kernel import cdiv
 
 ROOT = Path(__file__).resolve().parent.parent
 ABLATE = ROOT / ".ablate"
-SOURCE = ROOT / "hgemm_course" / "kernels" / r11.SOURCE
+SOURCE = ROOT / "hgemm_course" / "library" / "kernels" / r11.SOURCE
 TAIL_SHAPES = ((257, 136, 72), (1000, 1992, 1024), (640, 768, 4096), (3000, 2000, 1000), (2304, 2304, 2048),
                (130, 1032, 520))
 
@@ -209,7 +210,7 @@ def main() -> int:
                 print(f"{n}^3 round {rnd} {v.label}: {pair['pct_cublas']:.1f}% of cuBLAS", flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        prov = results.provenance({"script": "research/ablate_rung11_wins.py", "sizes": args.sizes,
+        prov = records.provenance({"script": "research/ablate_rung11_wins.py", "sizes": args.sizes,
                                    "repeats": args.repeats, "rounds": args.rounds})
         (args.out / "ablate_rung11_wins.json").write_text(json.dumps({"provenance": prov, "variants": list(rows.values())},
                                                                      indent=1, default=str) + "\n")

@@ -19,8 +19,9 @@ from pathlib import Path
 import cupy
 
 import hgemm_course
-from hgemm_course import device, harness, plan, results
-from hgemm_course.ladder import r12_streamk as r12
+from hgemm_course.library import device, plan
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import r12_streamk as r12
 
 SHAPES = ["256x256x65536", "512x512x16384", "384x768x24576", "100x1000x9992", "200x136x20000",
           "32x4096x14336", "32x2048x16384"]
@@ -104,7 +105,7 @@ def main() -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / f"apart_anatomy_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
-        path.write_text(json.dumps({"provenance": results.provenance({"probe": "research/apart_anatomy.py"}),
+        path.write_text(json.dumps({"provenance": records.provenance({"probe": "research/apart_anatomy.py"}),
                                     "rows": rows}, indent=1, default=str))
         print("recorded", path)
     return 0

@@ -32,9 +32,9 @@ import cupy
 import numpy as np
 
 import hgemm_course
-from hgemm_course import harness, results
-from hgemm_course.ladder import get, registry
-from hgemm_course.ladder.nvrtc_kernel import TemplateKernel
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import get, registry
+from hgemm_course.library.ladder.nvrtc_kernel import TemplateKernel
 
 
 def kernel_call(rung, a, b, c):
@@ -135,7 +135,7 @@ def main() -> int:
               f"{r['gemm_out_vs_kernel']:17.3f}  {r['gemm_vs_kernel']:13.3f}  {r['fill_first_vs_kernel']:17.3f}  "
               f"{r['host_us']['launch']:15.1f}  {r['host_us']['gemm_out']:10.1f}")
     if args.out:
-        print("wrote", results.write_run(rows, kind="api", folder=args.out))
+        print("wrote", records.write_run(rows, kind="api", folder=args.out))
     return 0
 
 

@@ -6,12 +6,12 @@
     python3 research/check_occupancy_h200.py results
 
 Compiles one register-hungry dummy kernel per ``--maxrregcount`` cap (NVRTC, through
-hgemm_course.build), loads each cubin with the driver API, reads the registers the driver
+hgemm_course.library.build), loads each cubin with the driver API, reads the registers the driver
 sees (``CU_FUNC_ATTRIBUTE_NUM_REGS``), and for every (threads, dynamic shared memory) pair
 compares ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (what
 ``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` answers) with ``ctas_per_sm``. The device's
 own limits are compared with ``hgemm_course.sim.occupancy.H200`` too. Writes a JSON of every
-case with the run's provenance (hgemm_course.results.write_report) and exits 1 if any disagrees. Needs an sm_90 GPU.
+case with the run's provenance (hgemm_course.measurement.records.write_report) and exits 1 if any disagrees. Needs an sm_90 GPU.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from cuda.bindings import driver
 
-from hgemm_course import results
-from hgemm_course.build import compile_cuda
+from hgemm_course.measurement import records
+from hgemm_course.library.build import compile_cuda
 from hgemm_course.sim.occupancy import H200, occupancy_report
 
 THREADS = (128, 256, 384, 512, 1024)
@@ -128,7 +128,7 @@ def main(argv=None):
                   for threads in THREADS for smem in SMEM_BYTES]
     limits_agree = all(v["device"] == v["model"] for v in limits.values())
     disagreements = [c for c in cases if not c["agree"]]
-    path = results.write_report({"device_limits": limits, "limits_agree": limits_agree, "cases": cases,
+    path = records.write_report({"device_limits": limits, "limits_agree": limits_agree, "cases": cases,
                                   "disagreements": len(disagreements)}, kind="occupancy_check", folder=args.folder)
     print(f"{len(cases) - len(disagreements)}/{len(cases)} cases agree; device limits "
           f"{'match' if limits_agree else 'DIFFER from'} the model; written to {path}")

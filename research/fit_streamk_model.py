@@ -8,8 +8,8 @@ import itertools
 import json
 import math
 
-from hgemm_course.paths import REPO_ROOT
-from hgemm_course.plan import rung11_efficiency
+from hgemm_course.library.paths import REPO_ROOT
+from hgemm_course.library.plan import rung11_efficiency
 from hgemm_course.sim import waves
 
 UNITS = 66

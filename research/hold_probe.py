@@ -11,8 +11,8 @@ import time
 
 import cupy
 
-from hgemm_course import harness, results
-from hgemm_course.plan import _launch_planned, plan
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.plan import _launch_planned, plan
 
 SHAPES = [(1024, 1024, 1024), (1024, 4096, 2048), (2176, 2944, 1024), (2048, 2688, 3072), (2560, 2304, 2560),
           (4608, 2304, 1536), (2500, 2504, 2504), (2048, 2048, 2048), (4096, 4096, 4096)]
@@ -73,7 +73,7 @@ def main() -> None:
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     if args.out:
-        print("written", results.write_report(report, kind="hold_probe", folder=args.out))
+        print("written", records.write_report(report, kind="hold_probe", folder=args.out))
     print("\nsummary: medians in us, % of cuBLAS (last round), host us per launch")
     print(f"{'shape':>16} {'plan unheld':>11} {'cuBLAS':>8} {'%':>6} {'plan held':>10} {'cuBLAS':>8} {'%':>6}"
           f" {'host plan':>9} {'host cuBLAS':>11}")

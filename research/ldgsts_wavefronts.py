@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hgemm_course.ncu import find_ncu, parse_raw
+from hgemm_course.measurement.ncu import find_ncu, parse_raw
 
 KERNEL_NAME = "ldgsts_probe"
 METRICS = (
@@ -213,7 +213,7 @@ def configs() -> list[Config]:
 
 
 def compile_probe():
-    from hgemm_course.build import compile_cuda
+    from hgemm_course.library.build import compile_cuda
 
     return compile_cuda(SOURCE)
 
@@ -285,7 +285,7 @@ def profile(folder: Path, deadline_s: float) -> int:
 
 
 def read_rows(text: str) -> list[dict]:
-    """The kernel rows of ``ncu --csv --page raw`` (:func:`hgemm_course.ncu.parse_raw`), this probe's
+    """The kernel rows of ``ncu --csv --page raw`` (:func:`hgemm_course.measurement.ncu.parse_raw`), this probe's
     counters at the top level (None for n/a)."""
     return [{"name": r["name"], "id": r["id"], **{m: r["metrics"].get(m) for m in METRICS}} for r in parse_raw(text)]
 

@@ -20,9 +20,9 @@ import sys
 
 import numpy as np
 
-from hgemm_course.ladder import r04_mma_sync
-from hgemm_course.ladder.nvrtc_kernel import TemplateKernel, cdiv
-from hgemm_course.paths import KERNELS_DIR
+from hgemm_course.library.ladder import r04_mma_sync
+from hgemm_course.library.ladder.nvrtc_kernel import TemplateKernel, cdiv
+from hgemm_course.library.paths import KERNELS_DIR
 
 PADDED = ("constexpr int A_LD = BK + 8;", "constexpr int B_LD = BN + 8;")
 LINEAR = ("constexpr int A_LD = BK + 0;", "constexpr int B_LD = BN + 0;")
@@ -56,8 +56,8 @@ def model(n: int) -> dict:
 def run(n: int) -> int:
     import cupy
 
-    from hgemm_course import harness
-    from hgemm_course.build import compile_cuda
+    from hgemm_course.measurement import harness
+    from hgemm_course.library.build import compile_cuda
 
     kernel = linear_kernel()
     compiled = compile_cuda(linear_source(), name_expressions=(kernel.name_expression,))
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         print(json.dumps(model(args.size), indent=1))
         return 0
     if args.dry_run:
-        from hgemm_course.build import compile_cuda
+        from hgemm_course.library.build import compile_cuda
 
         kernel = linear_kernel()
         res = compile_cuda(linear_source(), name_expressions=(kernel.name_expression,)).resources_of(kernel.name_expression)

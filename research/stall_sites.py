@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hgemm_course import profile, results  # noqa: E402
+from hgemm_course.measurement import profile, records  # noqa: E402
 
 # (kind, SASS opcode pattern), first match wins; the opcode is the instruction's first word with its modifiers
 INSTRUCTION_KINDS = (
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
             top = ", ".join(f"{k} {v:.0f}%" for k, v in list(row["kinds_pct"].items())[:4])
             print(f"{target:8} {text:>16}: {row['samples']:.0f} samples; {top}", flush=True)
     report = {"probe": "research/stall_sites.py", "rows": rows, "failed": failed}
-    path = results.write_report(report, kind="stall_sites", folder=args.out)
+    path = records.write_report(report, kind="stall_sites", folder=args.out)
     print(f"written to {path}")
     print(table(report))
     return 1 if failed else 0

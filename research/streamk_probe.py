@@ -7,8 +7,8 @@ import argparse
 
 import cupy
 
-from hgemm_course import harness, results
-from hgemm_course.ladder import get, r12_streamk
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import get, r12_streamk
 
 VERIFY_SHAPES = [(257, 136, 72), (128, 256, 64), (64, 64, 16384), (1000, 1992, 8192), (300, 5000, 1000),
                  (1024, 1024, 1024), (3072, 3072, 3072), (2048, 2048, 16384), (4096, 4096, 4096), (5000, 3000, 2000)]
@@ -60,7 +60,7 @@ def main() -> None:
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     if args.out:
-        print("written", results.write_report(report, kind="streamk_probe", folder=args.out))
+        print("written", records.write_report(report, kind="streamk_probe", folder=args.out))
     print("\nsummary")
     for t in report["timing"]:
         print(f"{'x'.join(map(str, t['shape'])):>18} {t['variant']:>14} {t['pct_cublas']:6.1f}%")

@@ -17,10 +17,10 @@ from functools import partial
 
 import cupy
 
-from hgemm_course import harness, results
-from hgemm_course.ladder import r11_persistent, r12_streamk
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
-from hgemm_course.plan import _launch_planned, plan
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import r11_persistent, r12_streamk
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.library.plan import _launch_planned, plan
 
 SQUARE_128 = WarpSpecializedTiles(bm=128, bn=128, bk=64, stages=6)   # 6 stages: 226 KiB of shared memory
 TALL_256 = WarpSpecializedTiles(bm=256, bn=128, bk=64, stages=3)     # cuBLAS's tile at 4096^3; 3 stages: 208 KiB
@@ -105,7 +105,7 @@ def main() -> None:
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
     if args.out:
-        print("written", results.write_report(report, kind="tile_probe", folder=args.out))
+        print("written", records.write_report(report, kind="tile_probe", folder=args.out))
     print("\nsummary (% of cuBLAS, paired)")
     shapes = list(dict.fromkeys(tuple(t["shape"]) for t in report["timing"]))
     names = [n for n in variants if n not in failed]

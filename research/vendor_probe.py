@@ -25,9 +25,9 @@ from pathlib import Path
 import cupy
 
 import hgemm_course
-from hgemm_course import harness, results
-from hgemm_course.ladder import r11_persistent as r11
-from hgemm_course.ladder import r12_streamk as r12
+from hgemm_course.measurement import harness, records
+from hgemm_course.library.ladder import r11_persistent as r11
+from hgemm_course.library.ladder import r12_streamk as r12
 
 SHAPES = [
     # M sweep at N = K = 4096
@@ -112,7 +112,7 @@ def main() -> int:
     p.add_argument("--skip-host", action="store_true", help="skip the host's cost per call")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    gpu = hgemm_course.device.require_gpu("probe")
+    gpu = hgemm_course.library.device.require_gpu("probe")
     torch_mm = torch_matmul()
     rng = random.Random(0)
     gemm = lambda a, b, c: hgemm_course.gemm(a, b, out=c)           # noqa: E731
@@ -123,7 +123,7 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     from api_vs_launch import kernel_call
 
-    from hgemm_course.plan import planned_rung
+    from hgemm_course.library.plan import planned_rung
 
     host, profile_text = {}, ""
     for M, N, K in () if args.skip_host else ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048), (1000, 1000, 1000),
@@ -197,7 +197,7 @@ def main() -> int:
 
 
 def write(path: Path, host: dict, profile_text: str, rows: list) -> None:
-    path.write_text(json.dumps({"provenance": results.provenance({"probe": "research/vendor_probe.py", "torch": torch_version()}),
+    path.write_text(json.dumps({"provenance": records.provenance({"probe": "research/vendor_probe.py", "torch": torch_version()}),
                                 "host_us": host, "profile": profile_text, "rows": rows}, indent=1))
 
 

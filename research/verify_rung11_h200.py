@@ -16,7 +16,7 @@ A hung kernel cannot be interrupted, so nothing here waits on one blindly: each 
 event for at most --check-budget seconds and otherwise writes what it has and exits (3); the whole
 run has a --budget after which faulthandler prints every thread's stack and exits (1).
 
-Timing is hgemm_course.harness.bench's: each rung verified again and timed with CUDA events per launch,
+Timing is hgemm_course.measurement.harness.bench's: each rung verified again and timed with CUDA events per launch,
 --rounds x 10 launches after a warm-up, cuBLAS timed before and after each rung in the same process,
 input sets rotated past L2, medians.
 Exit status: 0 when everything was right, 1 on any wrong result or error, 3 on a hang.
@@ -37,9 +37,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from hgemm_course import harness, results
-from hgemm_course.ladder import get, r10_warp_specialized, r11_persistent
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.measurement import harness
+from hgemm_course.measurement.records import provenance
+from hgemm_course.library.ladder import get, r10_warp_specialized, r11_persistent
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
 
 # (rung, (M, N, K), launch keyword arguments, label), smallest work first.
 CHECKS = (
@@ -151,7 +152,7 @@ def main(argv=None) -> int:
                                      "smem_bytes": r11_persistent.smem_bytes(r11_persistent.TILES)}}
 
     def write() -> None:
-        out["provenance"] = results.provenance({"script": "research/verify_rung11_h200.py", "argv": sys.argv[1:],
+        out["provenance"] = provenance({"script": "research/verify_rung11_h200.py", "argv": sys.argv[1:],
                                                 "wall_s": round(time.time() - t0, 1)})
         (folder / "verify_rung11.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
 

@@ -23,7 +23,7 @@ PYTEST_ARGS=${PYTEST_ARGS:-}
 mkdir -p "$OUT"
 touch "$OUT/.started"
 use_carried_wheels                        # numpy 2.4 for numba-cuda; nbval and a kernel for the notebooks
-hg() { python3 -m hgemm_course.cli "$@"; }
+hg() { python3 -m hgemm_course.course.cli "$@"; }
 
 if step suite; then
   stamp=$(date -u +%Y%m%dT%H%M)
@@ -34,7 +34,7 @@ if step suite; then
     status=$((status | PIPESTATUS[0]))
   done
   # the suite pairs gemm() with cuBLASLt too, so torch must import beside the package
-  python3 -c "import hgemm_course.build, torch; print('torch', torch.__version__)" 2>&1 | tee "results/logs/suite_pytest_gpu_h200_$stamp.txt"
+  python3 -c "import hgemm_course.library.build, torch; print('torch', torch.__version__)" 2>&1 | tee "results/logs/suite_pytest_gpu_h200_$stamp.txt"
   status=$((status | PIPESTATUS[0]))
   python3 -m pytest -m gpu tests -q -p no:cacheprovider -rfEs 2>&1 | tee -a "results/logs/suite_pytest_gpu_h200_$stamp.txt"
   status=$((status | PIPESTATUS[0]))
@@ -110,7 +110,7 @@ fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do
     # every mma.sync rung's default on a shape with M, N and K tails and on one of whole tiles
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify 03 04 05 06 07 \
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.course.cli verify 03 04 05 06 07 \
       --sizes 200x136x136 256x512x128 > "$OUT/sanitize_$tool.txt" 2>&1
     status=$((status | $?)); tail -1 "$OUT/sanitize_$tool.txt"
     timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 research/ablate_mma_feeding.py --verify-only \
@@ -120,7 +120,7 @@ if step sanitize; then
 fi
 if step notebooks; then
   touch "$OUT/.before_notebooks"
-  python3 -m hgemm_course.notebooks --out "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
+  python3 -m hgemm_course.course.notebooks --out "$OUT/notebooks" 2>&1 | tee "$OUT/notebooks.txt"
   status=$((status | PIPESTATUS[0]))
   # results a notebook measured (chapter 08's experiments, written to the notebooks' ./hgemm-results/)
   # come back with the notebooks

@@ -13,7 +13,7 @@ mkdir -p "$OUT" results/logs
 touch "$OUT/.started"
 use_carried_wheels
 if step records; then
-  timeout 240 python3 -m hgemm_course.cli bench 01 02 --sizes 1024 2048 4096 --record 2>&1 | grep -v "^bench:" | tail -12
+  timeout 240 python3 -m hgemm_course.course.cli bench 01 02 --sizes 1024 2048 4096 --record 2>&1 | grep -v "^bench:" | tail -12
   status=$((status | PIPESTATUS[0]))
   timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cta_clock.py tests/test_cta_clock_numba.py \
     tests/test_streamk.py > results/logs/pytest_gpu_numba_clock_streamk_guard_20261202.txt 2>&1
@@ -21,7 +21,7 @@ if step records; then
 fi
 if step notebooks; then
   # shellcheck disable=SC2086
-  timeout 560 python3 -m hgemm_course.notebooks --out "$OUT/notebooks" $NOTEBOOKS 2>&1 | tail -20
+  timeout 560 python3 -m hgemm_course.course.notebooks --out "$OUT/notebooks" $NOTEBOOKS 2>&1 | tail -20
   status=$((status | PIPESTATUS[0]))
 fi
 added=$(find results -type f -newer "$OUT/.started")

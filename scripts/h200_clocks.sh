@@ -18,7 +18,7 @@ if step tests; then
   status=$((status | PIPESTATUS[0]))
 fi
 if step bench; then
-  timeout 400 python3 -m hgemm_course.cli bench 03 04 05 06 07 --sizes 2048 4096 8192 --record 2>&1 \
+  timeout 400 python3 -m hgemm_course.course.cli bench 03 04 05 06 07 --sizes 2048 4096 8192 --record 2>&1 \
     | grep -v "^bench:" | tee "$OUT/bench.txt" | tail -20
   status=$((status | PIPESTATUS[0]))
 fi

@@ -8,7 +8,7 @@
 # Leaves in $OUT: occupancy_check.json, model_banks_*.json, model_l2_*.json and ncu.tgz, which holds
 # ncu/<config>.csv (raw CSV of each run), <config>.log (the program's output), plan.tsv, doctor.json and
 # the metric probes; compare again anywhere with
-#   tar xzf ncu.tgz && python3 -m hgemm_course.model_checks --ncu-dir ncu --out results/
+#   tar xzf ncu.tgz && python3 -m hgemm_course.measurement.model_checks --ncu-dir ncu --out results/
 # (KEEP_NCU_DIR=1 leaves the folder unpacked too).
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"   # set -uo pipefail, the repository root, step, $status
@@ -63,7 +63,7 @@ run_ncu() {
   local t0=$SECONDS
   "$NCU" "${NCU_COMMON[@]}" "${UNITS[@]}" -k "regex:^$kernel" --launch-skip 1 --launch-count 1 \
     --metrics "$metrics" --log-file "$D/$name.csv" \
-    python3 -m hgemm_course.profile "$@" > "$D/$name.log" 2>&1 < /dev/null
+    python3 -m hgemm_course.measurement.profile "$@" > "$D/$name.log" 2>&1 < /dev/null
   local rc=$? rows commas=${metrics//[^,]/}
   rows=$(cat "$D/$name.csv" 2>/dev/null | grep -c '^"')
   if grep -q '^"ID"' "$D/$name.csv" 2>/dev/null && (( rows >= 3 )); then
@@ -127,11 +127,11 @@ accepted() {
 commas() { local IFS=,; echo "$*"; }
 
 log "model checks: OUT=$OUT steps='$STEPS' ncu=${NCU:-none}"
-python3 -m hgemm_course.cli doctor --json > "$D/doctor.json" || status=1
+python3 -m hgemm_course.course.cli doctor --json > "$D/doctor.json" || status=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$D/nvidia_smi.csv" 2>/dev/null
 date -u +%Y-%m-%dT%H:%M:%SZ > "$D/measured_at.txt"
-python3 -m hgemm_course.model_checks --plan --bank-size "$BANK_SIZE" --l2-size "$L2_SIZE" > "$D/plan.tsv" || {
-  log "hgemm_course.model_checks --plan failed"; exit 1; }
+python3 -m hgemm_course.measurement.model_checks --plan --bank-size "$BANK_SIZE" --l2-size "$L2_SIZE" > "$D/plan.tsv" || {
+  log "hgemm_course.measurement.model_checks --plan failed"; exit 1; }
 log "plan: $(wc -l < "$D/plan.tsv") configurations (no linear-layout variant exists: 03-04 pad, 05-07 swizzle)"
 
 if step occupancy; then
@@ -169,7 +169,7 @@ fi
 
 if step compare; then
   log "compare: models vs ncu"
-  python3 -m hgemm_course.model_checks --ncu-dir "$D" --out "$OUT" || status=1
+  python3 -m hgemm_course.measurement.model_checks --ncu-dir "$D" --out "$OUT" || status=1
 fi
 
 if tar czf "$OUT/ncu.tgz" -C "$OUT" ncu; then

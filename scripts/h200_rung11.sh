@@ -30,9 +30,9 @@ fi
 if step sanitize; then
   cat > /tmp/sanitize_r11.py <<'PY'
 import dataclasses, functools
-from hgemm_course.harness import verify
-from hgemm_course.ladder import get, r11_persistent
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.measurement.harness import verify
+from hgemm_course.library.ladder import get, r11_persistent
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
 for cluster in (1, 2):
     rung = dataclasses.replace(get("11"), launch=functools.partial(r11_persistent.launch, cluster_m=cluster))
     for shape in ((257, 136, 72), (256, 512, 128)):
@@ -61,7 +61,7 @@ if step ncu || step ncu_cublas; then
       for cluster in 1 2; do
         # shellcheck disable=SC2086
         timeout 150 ncu --clock-control none -k regex:k11_persistent --launch-skip 1 --launch-count 1 $sections \
-          --csv --page details python3 -m hgemm_course.profile --rung 11 --size "$n" --cluster $cluster \
+          --csv --page details python3 -m hgemm_course.measurement.profile --rung 11 --size "$n" --cluster $cluster \
           > "$OUT/ncu_r11_c${cluster}_$n.csv" 2> "$OUT/ncu_r11_c${cluster}_$n.err"
       done
     fi
@@ -76,7 +76,7 @@ if step ncu || step ncu_cublas; then
 fi
 if step bench; then
   # shellcheck disable=SC2086
-  timeout 400 python3 -m hgemm_course.cli bench ${BENCH_RUNGS:-09 10 11} --sizes ${BENCH_SIZES:-1024 2048 4096 6144 8192} \
+  timeout 400 python3 -m hgemm_course.course.cli bench ${BENCH_RUNGS:-09 10 11} --sizes ${BENCH_SIZES:-1024 2048 4096 6144 8192} \
     --out-dir "$OUT" > "$OUT/bench.txt" 2> "$OUT/bench_log.txt"
   status=$((status | $?)); tail -20 "$OUT/bench.txt"
 fi
@@ -87,12 +87,12 @@ if step tests; then
 fi
 if step tune; then
   # shellcheck disable=SC2086
-  timeout 560 python3 -m hgemm_course.cli tune 11 --sizes $SIZES --out-dir "$OUT" ${TUNE_ARGS:-} > "$OUT/tune.txt" 2> "$OUT/tune_log.txt"
+  timeout 560 python3 -m hgemm_course.course.cli tune 11 --sizes $SIZES --out-dir "$OUT" ${TUNE_ARGS:-} > "$OUT/tune.txt" 2> "$OUT/tune_log.txt"
   status=$((status | $?)); tail -40 "$OUT/tune.txt"; grep -v "it/s\|s/it" "$OUT/tune_log.txt" | tail -5
 fi
 if step notebooks; then
   # shellcheck disable=SC2086
-  python3 -m hgemm_course.notebooks --out "$OUT" ${NOTEBOOKS:-chapters/11_persistent.ipynb} > "$OUT/notebooks.txt" 2>&1
+  python3 -m hgemm_course.course.notebooks --out "$OUT" ${NOTEBOOKS:-chapters/11_persistent.ipynb} > "$OUT/notebooks.txt" 2>&1
   status=$((status | $?)); grep -v "IPKernelApp" "$OUT/notebooks.txt"
 fi
 echo "h200_rung11.sh finished with status $status"

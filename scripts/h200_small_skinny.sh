@@ -14,7 +14,7 @@ STEPS=${STEPS:-"host bench"}
 mkdir -p "$OUT" results/logs
 touch "$OUT/.started"
 use_carried_wheels
-hg() { python3 -m hgemm_course.cli "$@"; }
+hg() { python3 -m hgemm_course.course.cli "$@"; }
 day=$(date -u +%Y-%m-%d)
 if step host; then
   timeout "${HOST_SECONDS:-300}" python3 research/vendor_probe.py --host-only --out "results/tuning/$day/host_path" 2>&1 | tee "$OUT/host.txt" | grep -v "^ \{5,\}" | head -60
@@ -27,26 +27,27 @@ if step probe; then    # the candidates at PROBE_SHAPES, recorded under results/
 fi
 if step bench; then
   # BENCH_EXTRA: shapes timed after the sweep's, such as shapes the plan's constants were not fitted on
-  timeout "${BENCH_SECONDS:-560}" python3 -m hgemm_course.cli bench plan --shapes benchmarks/shapes_small_skinny.txt ${BENCH_EXTRA:-} \
+  timeout "${BENCH_SECONDS:-560}" python3 -m hgemm_course.course.cli bench plan --shapes benchmarks/shapes_small_skinny.txt ${BENCH_EXTRA:-} \
     --repeats 20 --record 2>&1 \
     | grep -v "^bench:" | tee "$OUT/bench.txt" | tail -60
   status=$((status | PIPESTATUS[0]))
 fi
 if step profiles; then
   # default: the newest sweep's shapes under 90% of the faster vendor, then chapter 13's other profiled ones
-  default_shapes=$(python3 -c "from hgemm_course import small_skinny as ss, viz
+  default_shapes=$(python3 -c "from hgemm_course import viz
+from hgemm_course.course import small_skinny as ss
 print(' '.join('x'.join(map(str, s)) for s in ss.profiled_shapes(viz.vendor_sweep_data())))")
   for shape in ${PROFILE_SHAPES:-$default_shapes}; do
     for target in plan cublaslt; do
-      timeout 120 python3 -m hgemm_course.cli profile $target --shape "$shape" --record 2>&1 | tail -4 | tee -a "$OUT/profiles.txt"
+      timeout 120 python3 -m hgemm_course.course.cli profile $target --shape "$shape" --record 2>&1 | tail -4 | tee -a "$OUT/profiles.txt"
       status=$((status | PIPESTATUS[0]))
     done
   done
-  python3 -m hgemm_course.cli profiles plan cublaslt 2>&1 | tee -a "$OUT/profiles.txt" | tail -20
+  python3 -m hgemm_course.course.cli profiles plan cublaslt 2>&1 | tee -a "$OUT/profiles.txt" | tail -20
 fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do
-    timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify plan \
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.course.cli verify plan \
       --sizes ${SANITIZE_SIZES:-200x136x20000 256x256x65536 384x768x24576 100x1000x9992 512x512x16384 32x4096x14336 16x4096x4096 1536x1536x1536} > "$OUT/sanitize_$tool.txt" 2>&1
     status=$((status | $?)); tail -2 "$OUT/sanitize_$tool.txt"
   done
@@ -58,7 +59,7 @@ if step tests; then
 fi
 if step chapter; then
   # nbclient, not nbconvert: the device's image has no jupyter command
-  timeout 500 python3 -m hgemm_course.notebooks --out "$OUT/notebooks" chapters/13_small_skinny.ipynb 2>&1 | tail -3
+  timeout 500 python3 -m hgemm_course.course.notebooks --out "$OUT/notebooks" chapters/13_small_skinny.ipynb 2>&1 | tail -3
   status=$((status | PIPESTATUS[0]))
 fi
 added=$(find results -type f -newer "$OUT/.started")

@@ -18,7 +18,7 @@ SHAPES=${SHAPES:-"257x136x72 1000x1000x1000 384x520x4104 2048x2048x2048"}
 mkdir -p "$OUT"
 touch "$OUT/.started"
 use_carried_wheels
-hg() { python3 -m hgemm_course.cli "$@"; }
+hg() { python3 -m hgemm_course.course.cli "$@"; }
 
 if step verify; then
   for arch in $ARCHES; do
@@ -38,7 +38,7 @@ if step sanitize; then
       read -r arch rungs <<< "$job"
       log="$OUT/sanitize_${tool}_${arch}.txt"
       # shellcheck disable=SC2086
-      timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.cli verify $rungs \
+      timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 python3 -m hgemm_course.course.cli verify $rungs \
         --as "$arch" --sizes 200x136x136 256x256x128 > "$log" 2>&1
       status=$((status | $?)); echo "$tool $arch: $(tail -1 "$log")"
     done

@@ -40,7 +40,8 @@ import numpy as np
 import torch
 
 import hgemm_course
-from hgemm_course import api, harness, padded
+from hgemm_course.library import api, padded
+from hgemm_course.measurement import harness
 
 PAIRS = ("1001x1003x1005:1000x1000x1008", "777x1001x1113:777x1000x1112", "2047x2049x2051:2048x2048x2048",
          "4095x4095x4095:4096x4096x4096")

@@ -1,4 +1,4 @@
-// Exercise 03: the tensor-core step of rung 03 (hgemm_course/kernels/k03_wmma.cu).
+// Exercise 03: the tensor-core step of rung 03 (hgemm_course/library/kernels/k03_wmma.cu).
 //
 // This file is the whole rung-03 kernel with the heart of its main loop cut out. For each
 // 16-wide k-step kk of the slice in shared memory, a warp must load its FRAG_M fragments of A

@@ -1,4 +1,4 @@
-// Exercise 04, kernel: rung 04's PTX (hgemm_course/kernels/k04_mma_sync.cu, ptx_snippets/ldmatrix.cuh and mma_sync.cuh).
+// Exercise 04, kernel: rung 04's PTX (hgemm_course/library/kernels/k04_mma_sync.cu, ptx_snippets/ldmatrix.cuh and mma_sync.cuh).
 //
 // This file is the rung-04 kernel with its two PTX headers, ldmatrix.cuh and mma_sync.cuh, written into it, and
 // the PTX cut out: the inline-asm statements of ldmatrix_x4, ldmatrix_x4_trans and mma_m16n8k16 (the

@@ -1,4 +1,4 @@
-// Exercise 10, kernel: rung 10's producer and the consumers' release (hgemm_course/kernels/k10_warp_specialized.cu).
+// Exercise 10, kernel: rung 10's producer and the consumers' release (hgemm_course/library/kernels/k10_warp_specialized.cu).
 //
 // This file is the rung-10 kernel with three regions cut out, plus one optional extra question at its end.
 // Warpgroup 0 produces: one of its threads asks TMA for every k-slice. Warpgroups 1 and 2 consume:

@@ -12,7 +12,7 @@ mbarriers. The hardware facts (PTX ISA, "mbarrier"):
   - the parity is all a wait says, so it must name the phase the thread needs, not one before
     or after it.
 
-From hgemm_course/kernels/k10_warp_specialized.cu:
+From hgemm_course/library/kernels/k10_warp_specialized.cu:
 
     producer (one thread), for kt = 0, 1, ...:
         if (kt >= STAGES) wait on empty[kt % STAGES] for some parity        # empty_wait

@@ -1,4 +1,4 @@
-// Exercise 11, kernel: rung 11's persistent tile loop (hgemm_course/kernels/k11_persistent.cu).
+// Exercise 11, kernel: rung 11's persistent tile loop (hgemm_course/library/kernels/k11_persistent.cu).
 //
 // This file is the rung-11 kernel with its two tile loops cut out (the producer's and the consumers'),
 // plus one optional extra question at its end. The grid holds only as many CTAs as fit on the GPU at once, in

@@ -1,7 +1,7 @@
 """The recorded ablations' readings, held: each verdict a chapter prints from results/ stays what its text says."""
 import pytest
 
-from hgemm_course import ablation
+from hgemm_course.course import ablation
 
 H = ablation.HOPPER
 AGAINST_09 = {label: "09 wgmma" for label in ("09 + 4 stages", "09 + 8x4 super tile", "09 + 1 CTA/SM",

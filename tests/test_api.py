@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import hgemm_course
-from hgemm_course import device
+from hgemm_course.library import device
 from conftest import HAS_GPU
 
 
@@ -52,7 +52,7 @@ def test_not_an_array():
 def test_size_the_rung_cannot_do(monkeypatch):
     from dataclasses import replace
 
-    from hgemm_course import api, ladder
+    from hgemm_course.library import api, ladder
 
     picky = replace(ladder.get("01"), multiple_k=64)
     monkeypatch.setattr(api, "_rung", lambda r: picky)
@@ -126,7 +126,7 @@ def test_out_must_be_the_same_kind_as_the_inputs():
 
 
 def test_the_default_rung_is_the_top_one_this_machine_runs():
-    from hgemm_course import api
+    from hgemm_course.library import api
 
     api._rung.cache_clear()
     expected = "02" if device.cudasim_enabled() or not device.has_gpu() else None
@@ -141,7 +141,7 @@ def test_a_shape_passes_the_rules_of_the_rung_asked_for(monkeypatch):
     """The per-shape memo of passed checks must not let one rung's pass stand for another's rules."""
     from dataclasses import replace
 
-    from hgemm_course import api, ladder
+    from hgemm_course.library import api, ladder
 
     _cudasim_only()
     a, b = _ab(K=40)
@@ -232,7 +232,7 @@ def test_gemm_out_launched_again_stays_right():
     launch that reused one would let owners read partial sums before they are written), and rung 12 itself."""
     import cupy
 
-    from hgemm_course import api
+    from hgemm_course.library import api
 
     rng = np.random.default_rng(7)
     for rung, (M, N, K) in (("11", (1000, 776, 520)), (None, (3072, 3072, 3072)), ("12", (2304, 4608, 1024)),
@@ -273,7 +273,7 @@ def test_gemm_out_checks_what_a_kept_launch_cannot_see():
 
 def test_a_shape_off_the_default_rungs_multiples_is_padded_not_refused():
     """Rung 11 (the default on Hopper) needs N and K multiples of 8; gemm() without a rung pads to them."""
-    from hgemm_course.ladder import get
+    from hgemm_course.library.ladder import get
 
     assert get("11").padded_shape(768, 1500, 1001) == (768, 1504, 1008)
     assert get("11").padded_shape(16, 4096, 4096) == (16, 4096, 4096)
@@ -288,7 +288,7 @@ def test_gemm_pads_a_shape_off_the_multiples_and_is_right(M, N, K):
     from NumPy operands."""
     import cupy
 
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))

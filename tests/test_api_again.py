@@ -5,7 +5,7 @@ import types
 import numpy as np
 import pytest
 
-from hgemm_course import api, cta_clock
+from hgemm_course.library import api, cta_clock
 
 
 class FakeArray:

@@ -1,4 +1,4 @@
-"""gemm() on shapes off the TMA rungs' multiples (api._gemm_padded, hgemm_course/padded.py): the kept zero-bordered
+"""gemm() on shapes off the TMA rungs' multiples (api._gemm_padded, hgemm_course/library/padded.py): the kept zero-bordered
 buffers and their bound, the copy kernel's grid against a NumPy twin of its index map (on the CPU), and on the GPU C
 right call after call, on two streams, from NumPy, and after the buffers were dropped."""
 import sys
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import hgemm_course
-from hgemm_course import api, padded
-from hgemm_course.build import compile_cuda
+from hgemm_course.library import api, padded
+from hgemm_course.library.build import compile_cuda
 
 # Shapes with N or K off a multiple of 8: both off, only K off (C written in place), only N off (A used as it
 # is), tails of every tile, one row, and sizes of each class the issue timed.
@@ -72,7 +72,7 @@ def test_dropped_buffers_take_their_kept_launches_with_them(monkeypatch):
 
 def test_only_packed_launches_become_a_graph():
     """Rung 12's kept launch takes a new epoch each call: a graph would freeze it, so it stays a launch of its own."""
-    from hgemm_course.ladder.packed import PackedLaunch
+    from hgemm_course.library.ladder.packed import PackedLaunch
 
     packed = PackedLaunch(lambda *_: None, (1,), (32,), (), stream=0)
     assert padded.as_graph((packed, lambda: None, packed), None) is None
@@ -133,7 +133,7 @@ def _inputs(M, N, K, seed, cupy):
 
 
 def _right(c, reference, K, seed=-1):
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     return harness.compare(c, reference, K=K, seed=seed).passed
 
@@ -242,7 +242,7 @@ def test_a_kept_padded_launch_goes_with_its_dropped_buffers(monkeypatch):
 
 
 def test_a_ragged_n_or_k_is_padded_to_whole_64_wide_tiles_and_an_aligned_one_stays():
-    from hgemm_course.plan import planned_rung
+    from hgemm_course.library.plan import planned_rung
 
     r = planned_rung()
     assert padded.shape(r, 1001, 1003, 1005) == (1001, 1024, 1024)

@@ -2,8 +2,8 @@
 for records timed against cupy.matmul alone (no ``vendor`` field), against cuBLASLt, and against each in turn."""
 import pytest
 
-from hgemm_course import harness, results
-from hgemm_course.harness import CUBLAS_NAME, CUBLASLT_NAME, baseline_label
+from hgemm_course.measurement import harness, records
+from hgemm_course.measurement.harness import CUBLAS_NAME, CUBLASLT_NAME, baseline_label
 
 MIXED_LABEL = "the faster of cuBLAS and cuBLASLt at each shape"
 
@@ -69,15 +69,15 @@ def test_the_ladder_headline_names_the_rungs_own_baseline():
 
 @pytest.mark.parametrize("records, label", [(OLD, CUBLAS_NAME), (TORCH, CUBLASLT_NAME)])
 def test_the_readme_table_and_the_summary_name_the_baseline(records, label):
-    assert f"% is of {label}, timed launch by launch" in results.ladder_markdown(records)
-    summary = results.ladder_summary(records, sizes=(2048, 4096))
+    assert f"% is of {label}, timed launch by launch" in records.ladder_markdown(records)
+    summary = records.ladder_summary(records, sizes=(2048, 4096))
     assert summary["baseline"] == label
-    text = results.format_ladder_summary(summary)
+    text = records.format_ladder_summary(summary)
     assert text.splitlines()[0] == f"% of {label}:" and f"% of {label} at 4096^3 (1 run)." in text
 
 
 def test_the_summary_of_mixed_records_says_which_at_which_shape():
-    text = results.format_ladder_summary(results.ladder_summary(MIXED, sizes=(2048, 4096)))
+    text = records.format_ladder_summary(records.ladder_summary(MIXED, sizes=(2048, 4096)))
     assert text.splitlines()[0] == f"% of {baseline_label(MIXED, per_shape=True)}:"
     assert f"The top rung, 12 streamk, reads 96.0% of {CUBLAS_NAME} at 4096^3 (1 run)." in text
 
@@ -85,10 +85,10 @@ def test_the_summary_of_mixed_records_says_which_at_which_shape():
 def test_the_summary_gives_each_cell_over_all_its_runs_and_calls_a_spread_across_100_level():
     runs = [rec("12", 4096, pct, CUBLASLT_NAME, date=f"2026-12-0{day}T00:00:00", file=f"run{day}.json")
             for day, pct in enumerate([97.0, 99.0, 101.0, 103.0, 105.0], start=1)]
-    summary = results.ladder_summary(runs, sizes=(4096,))
+    summary = records.ladder_summary(runs, sizes=(4096,))
     cell = dict(summary["rows"])["12 streamk"][4096]
     assert (cell.pct, len(cell.runs)) == (101.0, 5) and cell.low < 100 < cell.high
-    text = results.format_ladder_summary(summary)
+    text = records.format_ladder_summary(summary)
     assert "101.0% (98-104, 5)" in text          # p10-p90, inclusive: 97.8-104.2
     assert f"12 streamk, runs level with {CUBLASLT_NAME} at 4096^3 (median of 5 runs" in text
     from hgemm_course import viz

@@ -1,4 +1,4 @@
-"""The course website (hgemm_course/book.py): the pages it writes, then the built site in a real browser.
+"""The course website (hgemm_course/course/book.py): the pages it writes, then the built site in a real browser.
 
 The site is built once for this module; the browser tests serve it on localhost and drive Debian's
 Chromium through Playwright. Without the ``book`` extra, or without /usr/bin/chromium, those tests
@@ -24,12 +24,12 @@ from urllib.request import urlopen
 
 import pytest
 
-from hgemm_course import book
+from hgemm_course.course import book
 from hgemm_course.check import ALL_EXERCISES
 from hgemm_course.check.generate import is_marker, render
-from hgemm_course.paths import PTX_SNIPPETS_DIR
-from hgemm_course.cli import main
-from hgemm_course.ladder import get, registry
+from hgemm_course.library.paths import PTX_SNIPPETS_DIR
+from hgemm_course.course.cli import main
+from hgemm_course.library.ladder import get, registry
 from hgemm_course.viz import FIGURES
 
 # myst-parser still reads an attribute Sphinx 9 deprecates, once per reference: a note to its authors, not to us

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from hgemm_course import build
-from hgemm_course.build import CompileError, compile_cuda, parse_diagnostics, parse_ptxas_report
+from hgemm_course.library import build
+from hgemm_course.library.build import CompileError, compile_cuda, parse_diagnostics, parse_ptxas_report
 
 SOURCE = """\
 #include <cuda_fp16.h>
@@ -46,8 +46,8 @@ def test_compile_error_names_file_and_line():
 
 
 def test_snippet_headers_are_on_the_include_path(tmp_path):
-    # ptx_snippets/ and hgemm_course/kernels/ are found without any -I from the caller
-    from hgemm_course.paths import PTX_SNIPPETS_DIR
+    # ptx_snippets/ and hgemm_course/library/kernels/ are found without any -I from the caller
+    from hgemm_course.library.paths import PTX_SNIPPETS_DIR
 
     headers = sorted(PTX_SNIPPETS_DIR.glob("*.cuh"))
     if not headers:
@@ -133,7 +133,7 @@ def test_a_read_only_cache_folder_falls_back_with_one_warning(cubin_cache):
 # `b" " * 1` would be the interpreter's own shared `b" "`, and every later one-byte space in the process a NUL.
 ONE_CHARACTER_OBJECTS = r"""
 import sys
-from hgemm_course.build import compile_cuda
+from hgemm_course.library.build import compile_cuda
 source = "__global__ void touch(float* x) { x[threadIdx.x] = 1.f; }"
 ptx_only = compile_cuda(source, arch="compute_90")
 cubin = compile_cuda(source + " // a second build", arch="sm_90a")
@@ -157,7 +157,7 @@ def test_builds_leave_the_interpreters_one_character_objects_alone():
 
 
 REPORT_OF_A_BUILD = r"""
-from hgemm_course.build import compile_cuda
+from hgemm_course.library.build import compile_cuda
 module = compile_cuda("__global__ void twice_reported(float* x) { x[threadIdx.x] *= 2.f; }", arch="sm_90a")
 print(sorted(module.resources))
 """

@@ -10,11 +10,12 @@ import sys
 import pytest
 
 from conftest import HAS_GPU
-from hgemm_course import ceilings, viz
-from hgemm_course.ceilings import BOUND_CONFIGS, FMA_NAME, compile_ceilings, format_ceilings, roofs
-from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
-from hgemm_course.results import write_run
-from hgemm_course.roofline import recorded_ceilings
+from hgemm_course import viz
+from hgemm_course.measurement import ceilings
+from hgemm_course.measurement.ceilings import BOUND_CONFIGS, FMA_NAME, compile_ceilings, format_ceilings, roofs
+from hgemm_course.library.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+from hgemm_course.measurement.records import write_run
+from hgemm_course.measurement.roofline import recorded_ceilings
 
 REGISTERS_PER_SM = 65536
 
@@ -147,7 +148,7 @@ def test_format_shows_every_roof_against_the_datasheet_and_every_bound_beside_th
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answer")
 def test_cli_without_a_gpu_says_so_in_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "ceilings", "--out-dir", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "ceilings", "--out-dir", str(tmp_path)],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr

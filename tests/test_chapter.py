@@ -1,6 +1,6 @@
 import pytest
 
-from hgemm_course import chapter
+from hgemm_course.course import chapter
 
 
 def test_show_recorded_labels_its_source(capsys):
@@ -134,7 +134,7 @@ def _ceilings_folder(tmp_path, **ceilings):
 @pytest.fixture
 def no_profile_module(monkeypatch):
     import sys
-    monkeypatch.setitem(sys.modules, "hgemm_course.profile", None)     # as if profile.py did not exist
+    monkeypatch.setitem(sys.modules, "hgemm_course.measurement.profile", None)     # as if profile.py did not exist
 
 
 def test_place_on_ceilings_puts_a_rung_under_the_roofs_of_its_instruction(tmp_path, capsys, no_profile_module):
@@ -200,12 +200,12 @@ def test_place_on_ceilings_prints_the_recorded_profile(tmp_path, capsys, monkeyp
     import sys
     import types
     calls = []
-    fake = types.ModuleType("hgemm_course.profile")
+    fake = types.ModuleType("hgemm_course.measurement.profile")
     fake.recorded_profile = lambda rung, M, **kw: calls.append((rung, M, kw)) or {"rung": rung, "tensor_active_pct": 51.0}
     fake.describe = lambda record: f"RECORDED profile: tensor pipe active {record['tensor_active_pct']:.0f}%"
     fake.cycle_ratios = lambda M, folder: [{"rung": "05", "cycles": 4.0e6, "cublas_cycles": 2.2e6,
                                             "pct_cublas_cycles": 55.0, "cublas_file": "profile_x.json"}]
-    monkeypatch.setitem(sys.modules, "hgemm_course.profile", fake)
+    monkeypatch.setitem(sys.modules, "hgemm_course.measurement.profile", fake)
     placed = chapter.place_on_ceilings("05", folder=_ceilings_folder(tmp_path))
     assert calls == [("05", 8192, {"folder": tmp_path / "profiles"})]
     assert placed["profile"] == {"rung": "05", "tensor_active_pct": 51.0}
@@ -368,7 +368,7 @@ def test_source_excerpt_reads_a_function_with_its_comment_and_a_lambda_not_a_cal
 
 def test_show_source_prints_the_kernel_as_it_compiles(capsys):
     out = chapter.show_source("03", "main loop")
-    assert out.startswith("// hgemm_course/kernels/k03_wmma.cu: main loop\n") and "wmma::mma_sync" in out
+    assert out.startswith("// hgemm_course/library/kernels/k03_wmma.cu: main loop\n") and "wmma::mma_sync" in out
     assert "BEGIN SOLUTION" not in out and "EXERCISE" not in out and capsys.readouterr().out == out
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in chapter.show_source("ldmatrix", "ldmatrix_x4")
 
@@ -393,8 +393,8 @@ def test_show_recorded_in_one_stretch_puts_its_provenance_under_the_table(capsys
 
 
 def test_each_measured_ceiling_is_its_work_per_cycle_at_its_clock(capsys):
-    from hgemm_course.roofline import recorded_ceilings
-    from hgemm_course.target import RECORDED
+    from hgemm_course.measurement.roofline import recorded_ceilings
+    from hgemm_course.library.target import RECORDED
 
     record = recorded_ceilings()
     rows = chapter.show_ceilings(record)
@@ -419,11 +419,11 @@ def test_source_lines_read_a_stretch_of_a_kernel_body(capsys):
     with pytest.raises(ValueError, match="no line"):
         chapter.source_lines(CU, "helper(0);", "auto helper")
     out = chapter.show_lines("06", "const int grid_m", "const int bid_n")
-    assert out.startswith("// hgemm_course/kernels/k06_supertile.cu\n") and "SUPER_M" in out
+    assert out.startswith("// hgemm_course/library/kernels/k06_supertile.cu\n") and "SUPER_M" in out
 
 
 def test_size_sweep_in_one_stretch_prints_tflops_at_the_clock_beside_it(capsys):
-    from hgemm_course.target import RECORDED
+    from hgemm_course.library.target import RECORDED
 
     rows = chapter.size_sweep("05", sizes=(4096, 8192), one_stretch=True)["05"]["rows"]
     for r in rows:
@@ -432,7 +432,7 @@ def test_size_sweep_in_one_stretch_prints_tflops_at_the_clock_beside_it(capsys):
 
 
 def test_place_in_cycles_sets_the_rungs_work_per_cycle_against_each_roofs(capsys):
-    from hgemm_course.target import RECORDED
+    from hgemm_course.library.target import RECORDED
 
     out = chapter.place_in_cycles("05")
     text = capsys.readouterr().out

@@ -2,7 +2,7 @@
 a profile's cycles against the timing build's, and ptxas's reports on the wgmma pipeline."""
 import pytest
 
-from hgemm_course import chapter
+from hgemm_course.course import chapter
 
 STRESS = "tuning/2026-12-01/rung07_2cta_stress_variants.txt"
 

@@ -1,7 +1,7 @@
 """chapter_plan: the plan's launch against the fastest launch timed in the recorded tile probes, and its constants."""
-from hgemm_course import chapter_plan as cp
-from hgemm_course import plan_tables
-from hgemm_course.plan import plan
+from hgemm_course.course import chapter_plan as cp
+from hgemm_course.course import plan_tables
+from hgemm_course.library.plan import plan
 
 
 def test_validation_rows_set_this_codes_plan_against_the_fastest_timed():

@@ -1,8 +1,8 @@
 """chapter_skinny: chapter 13's tables cut to a few shapes, and swap-AB's count of the wgmma rows a small M fills."""
 import pytest
 
-from hgemm_course import chapter_skinny as cs
-from hgemm_course import small_skinny as ss
+from hgemm_course.course import chapter_skinny as cs
+from hgemm_course.course import small_skinny as ss
 
 
 def test_swap_ab_fills_the_products_a_small_m_leaves_empty():

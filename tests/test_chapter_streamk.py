@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from hgemm_course import chapter_streamk as cs
+from hgemm_course.course import chapter_streamk as cs
 from hgemm_course.sim import waves
 
 

@@ -1,4 +1,4 @@
-"""The chapters' calls on a learner's GPU (hgemm_course.chapter): what the GPU runs is measured, what it cannot run
+"""The chapters' calls on a learner's GPU (hgemm_course.course.chapter): what the GPU runs is measured, what it cannot run
 is refused in one line and shown from the H200's records, and nothing raises.
 
 The GPU is faked at the driver probe (an RTX 4090, an RTX 5080, a T4, or none), and the harness's ``bench`` and
@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_GPUS
-from hgemm_course import ceilings, chapter, device, harness, limits, results, target
-from hgemm_course.device import GpuInfo
-from hgemm_course.harness import BenchRecord, VerifyResult
-from hgemm_course.ladder import get, registry
-from hgemm_course.roofline import recorded_ceilings
+from hgemm_course.course import chapter
+from hgemm_course.library import device, target
+from hgemm_course.measurement import ceilings, harness, limits, records
+from hgemm_course.library.device import GpuInfo
+from hgemm_course.measurement.harness import BenchRecord, VerifyResult
+from hgemm_course.library.ladder import get, registry
+from hgemm_course.measurement.roofline import recorded_ceilings
 
 H200 = GpuInfo("NVIDIA H200", (9, 0), 132, 60 * 2**20, 228 * 1024, 227 * 1024, 65536, 1980000, 141 * 2**30, 2048)
 ARCHES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_100", "sm_120"]
@@ -41,7 +43,7 @@ def calls(monkeypatch, tmp_path):
     asked = []
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(chapter.RECORD_ENV, raising=False)
-    monkeypatch.setattr(results, "provenance", _provenance)
+    monkeypatch.setattr(records, "provenance", _provenance)
 
     def verify(rung, M, N, K, **_):
         asked.append(("verify", rung, (M, N, K)))
@@ -58,7 +60,7 @@ def calls(monkeypatch, tmp_path):
 
     def run_all(*, folder, **_):
         asked.append(("limits",))
-        return results.write_run([{"fake": True}], kind="limits", folder=folder), {"fake": True}
+        return records.write_run([{"fake": True}], kind="limits", folder=folder), {"fake": True}
 
     monkeypatch.setattr(harness, "verify", verify)
     monkeypatch.setattr(harness, "bench", bench)
@@ -189,7 +191,7 @@ def test_chapter_08s_experiments_run_only_where_rung_07_does(gpu, calls, capsys)
 
 @pytest.mark.parametrize("gpu", ["RTX 4090"], indirect=True)
 def test_the_chapters_compile_cells_build_the_h200s_configurations(gpu, capsys):
-    from hgemm_course.ladder import r07_tma, r09_wgmma
+    from hgemm_course.library.ladder import r07_tma, r09_wgmma
 
     with chapter.recorded_build() as t:
         assert target.current() is t is target.RECORDED
@@ -208,7 +210,7 @@ def test_the_compile_cells_say_nothing_where_the_target_is_the_h200s(no_gpu, cap
 @pytest.fixture
 def fake_compiles(monkeypatch):
     """support.kernel_row without NVRTC: what a clean compile reports."""
-    from hgemm_course import support
+    from hgemm_course.course import target_report as support
 
     def kernel_row(kernel, t):
         return {"kernel": kernel.name_expression, "arch": kernel.arch, "threads": kernel.threads,
@@ -269,7 +271,7 @@ def test_tensor_instructions_reads_the_recorded_profiles(capsys):
 def recorded_folder(monkeypatch, tmp_path):
     """The course's results/, moved to a scratch folder, as the site's execution of the chapters writes it."""
     folder = tmp_path / "results"
-    monkeypatch.setattr(results, "results_dir", lambda: folder)
+    monkeypatch.setattr(records, "results_dir", lambda: folder)
     monkeypatch.setattr(chapter, "results_dir", lambda: folder)
     monkeypatch.setenv(chapter.RECORD_ENV, "1")
     return folder

@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hgemm_course import chapter
+from hgemm_course.course import chapter
 
 CHAPTERS = Path(__file__).resolve().parent.parent / "chapters"
 NOTEBOOKS = ("05_swizzle", "06_supertile", "07_tma", "08_limits")

@@ -50,7 +50,7 @@ def in_function(tmp_path: Path, lines: str) -> Path:
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hgemm_course.cli", "check", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "check", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
 
@@ -409,7 +409,7 @@ def test_the_gpu_runs_c_is_compared_here_and_a_bad_report_is_a_fail(tmp_path):
 
     from hgemm_course.check.feedback import Failure
     from hgemm_course.check.kernel_exercise import _compare_c, gpu_results
-    from hgemm_course.harness import random_inputs
+    from hgemm_course.measurement.harness import random_inputs
 
     M, N, K, seed = 40, 24, 32, 7
     a, b, _ = random_inputs(M, N, K, seed=seed)
@@ -534,7 +534,7 @@ def test_a_pth_file_planted_in_site_packages_fails_the_check(tmp_path):
 
 
 def test_a_file_planted_in_numbas_cache_folder_of_the_package_fails_or_is_refused(tmp_path):
-    from hgemm_course.paths import PACKAGE_DIR
+    from hgemm_course.library.paths import PACKAGE_DIR
 
     planted = PACKAGE_DIR / "sim" / "__pycache__" / "planted-1.py311.nbi"
     path = on_import(tmp_path, f"try:\n    open({str(planted)!r}, 'wb').write(b'x')\n"
@@ -556,7 +556,7 @@ def _supervised_cli(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
                                f"        open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
                                "        time.sleep(600)\n    os._exit(0)\n"
                                "time.sleep(600)")
-    proc = subprocess.Popen([sys.executable, "-m", "hgemm_course.cli", "check", "ex05", "--path", str(path),
+    proc = subprocess.Popen([sys.executable, "-m", "hgemm_course.course.cli", "check", "ex05", "--path", str(path),
                              "--timeout", "3"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not pids.exists() or len(pids.read_text().split()) < 2):

@@ -56,7 +56,7 @@ def _cli_check(path: Path, timeout: int) -> tuple[subprocess.CompletedProcess, f
         resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY_BYTES, CLI_MEMORY_BYTES))
 
     start = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "check", "ex12", "--path", str(path), "--timeout",
+    out = subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "check", "ex12", "--path", str(path), "--timeout",
                           str(timeout)], capture_output=True, text=True, cwd=path.parent.parent, timeout=300,
                          preexec_fn=limit)
     return out, time.monotonic() - start

@@ -75,7 +75,7 @@ def test_the_caller_is_not_dumpable_during_a_check_and_is_again_after():
 
 def test_where_landlock_is_off_the_results_are_watched(monkeypatch):
     from hgemm_course.check import watch
-    from hgemm_course.paths import results_dir
+    from hgemm_course.library.paths import results_dir
 
     monkeypatch.setattr(confine, "landlock_abi", lambda: 0)         # a kernel without Landlock
     watch.landlock.cache_clear()

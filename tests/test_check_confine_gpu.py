@@ -42,7 +42,7 @@ CONFINED_CUDA = textwrap.dedent("""
     os.environ["CUPY_CACHE_DIR"] = os.path.join(work, "cupy")
     taken = confine.confine([work])
     import cupy
-    from hgemm_course.build import compile_cuda
+    from hgemm_course.library.build import compile_cuda
     x = cupy.arange(64, dtype=cupy.float32)
     cupy.RawKernel('extern "C" __global__ void inc(float* x) { x[threadIdx.x] += 1.f; }', "inc")((1,), (64,), (x,))
     compile_cuda('extern "C" __global__ void twice(float* x) { x[0] *= 2.f; }', arch="sm_90a")

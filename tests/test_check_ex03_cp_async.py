@@ -7,7 +7,7 @@ import pytest
 
 from hgemm_course.check import check
 from hgemm_course.check.generate import without_markers
-from hgemm_course.paths import PTX_SNIPPETS_DIR
+from hgemm_course.library.paths import PTX_SNIPPETS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION_PATH = ROOT / "solutions" / "ex03_cp_async.cu"
@@ -107,8 +107,8 @@ def test_an_l1_cached_copy(tmp_path):
 
 
 def test_the_rung_kernels_compile_as_without_their_markers(tmp_path):
-    from hgemm_course.build import compile_cuda
-    from hgemm_course.ladder import get
+    from hgemm_course.library.build import compile_cuda
+    from hgemm_course.library.ladder import get
 
     def code(ptx: str) -> list[str]:
         return [line for line in ptx.splitlines() if not line.lstrip().startswith((".file", ".loc", "//", ".b8"))]

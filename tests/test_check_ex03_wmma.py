@@ -103,6 +103,6 @@ def test_solution_is_the_rung_kernel():
     """The exercise is rung 03's kernel (its source inserts the kernel file): only the region markers differ."""
     from hgemm_course.check.generate import without_markers
 
-    kernel = without_markers((ROOT / "hgemm_course" / "kernels" / "k03_wmma.cu").read_text())
+    kernel = without_markers((ROOT / "hgemm_course" / "library" / "kernels" / "k03_wmma.cu").read_text())
     body = "".join(line for line in SOLUTION.splitlines(keepends=True) if "SOLUTION" not in line)
     assert body[body.index("template <"):] == kernel[kernel.index("template <"):]

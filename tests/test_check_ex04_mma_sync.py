@@ -7,7 +7,7 @@ import pytest
 
 from hgemm_course.check import check
 from hgemm_course.check.generate import without_markers
-from hgemm_course.paths import PTX_SNIPPETS_DIR
+from hgemm_course.library.paths import PTX_SNIPPETS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION_PATH = ROOT / "solutions" / "ex04_mma_sync.cu"

@@ -39,7 +39,7 @@ def test_solution_is_the_rung_kernel():
     every line of rung 07 but its two fragment buffers (K_STEPS, load_fragments, the first slice's
     wait before the loop and the loop's compute) is in the solution unchanged, the TmaRing and its
     barrier expressions included, and the compute ends with rung 07's release of the stage."""
-    kernel = (ROOT / "hgemm_course" / "kernels" / "k07_tma.cu").read_text()
+    kernel = (ROOT / "hgemm_course" / "library" / "kernels" / "k07_tma.cu").read_text()
     body = "".join(line for line in SOLUTION.splitlines(keepends=True) if "SOLUTION" not in line)
 
     def block(text, start, end):                      # from the line of start to the line of end, both in

@@ -6,7 +6,7 @@ import pytest
 
 from hgemm_course.check import check
 from hgemm_course.check.ex09_wgmma_desc import SWIZZLE_CODES, reference
-from hgemm_course.ladder import r09_wgmma
+from hgemm_course.library.ladder import r09_wgmma
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from hgemm_course.check.ex10_ring_parity import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = (ROOT / "hgemm_course" / "kernels" / "k10_warp_specialized.cu").read_text()
+KERNEL = (ROOT / "hgemm_course" / "library" / "kernels" / "k10_warp_specialized.cu").read_text()
 RIGHT_FULL = "def full_wait(kt, stages):\n    return kt % stages, (kt // stages) % 2\n"
 RIGHT_EMPTY = "def empty_wait(kt, stages):\n    return None if kt < stages else (kt % stages, (kt // stages - 1) % 2)\n"
 

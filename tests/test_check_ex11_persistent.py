@@ -6,7 +6,7 @@ import pytest
 
 from hgemm_course.check import check
 from hgemm_course.check.ex11_persistent import _cases, _cta_counts, launch_order, reference_tiles
-from hgemm_course.ladder import r11_persistent
+from hgemm_course.library.ladder import r11_persistent
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from hgemm_course import small_skinny
+from hgemm_course.course import small_skinny
 from hgemm_course.check import check
 from hgemm_course.check import ex13_small_skinny as ex13
-from hgemm_course.roofline import gemm_floor
+from hgemm_course.measurement.roofline import gemm_floor
 
 ROOT = Path(__file__).resolve().parent.parent
 

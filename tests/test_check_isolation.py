@@ -196,7 +196,7 @@ def test_without_a_copy_here_the_checkout_exercise_is_checked(tmp_path, monkeypa
 # -------------------------------------------------------------------------------- the CLI
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hgemm_course.cli", "check", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "check", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=120)
 
 

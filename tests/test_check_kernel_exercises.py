@@ -5,7 +5,7 @@ import pytest
 
 from hgemm_course.check import KERNEL_EXERCISES, resolve
 from hgemm_course.check.host_model import ModelUnavailable, run
-from hgemm_course.cli import main
+from hgemm_course.course.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,9 +28,9 @@ def test_the_list_shows_the_kernel_exercises(capsys):
 
 @pytest.fixture
 def no_gpu(monkeypatch):
-    from hgemm_course import target
+    from hgemm_course.library import target
 
-    monkeypatch.setattr("hgemm_course.device.probe_gpu", lambda: (None, "the NVIDIA driver sees no GPU", None))
+    monkeypatch.setattr("hgemm_course.library.device.probe_gpu", lambda: (None, "the NVIDIA driver sees no GPU", None))
     target._target_of.cache_clear()
 
 

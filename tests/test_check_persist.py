@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hgemm_course.check import check, confine, watch
-from hgemm_course.paths import PACKAGE_DIR, results_dir
+from hgemm_course.library.paths import PACKAGE_DIR, results_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "solutions" / "ex05_swizzle.py").read_text()
@@ -111,7 +111,7 @@ def _running(pid: int) -> bool:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hgemm_course.cli", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300)
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hgemm_course import device, target
+from hgemm_course.library import device, target
 from hgemm_course.check import _KERNEL_REGISTRY, KERNEL_EXERCISES, check, run_check
 from hgemm_course.check import kernel_exercise as ke
 from hgemm_course.check.feedback import CheckResult, Unchecked
-from hgemm_course.device import GpuInfo
-from hgemm_course.ladder import get
+from hgemm_course.library.device import GpuInfo
+from hgemm_course.library.ladder import get
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS = {
@@ -120,7 +120,7 @@ def test_the_launcher_launches_what_the_cpu_part_compiled(gpu, name, monkeypatch
     """gpu_run's launcher, on the fake GPU, picks for every shape of the GPU run an instantiation the CPU part
     compiled, for the same architecture: the two parts check one kernel."""
     from hgemm_course.check.gpu_run import learner_launch
-    from hgemm_course.ladder.nvrtc_kernel import TemplateKernel
+    from hgemm_course.library.ladder.nvrtc_kernel import TemplateKernel
 
     _fake(monkeypatch, gpu)
     exercise = _KERNEL_REGISTRY[name]

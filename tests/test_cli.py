@@ -9,17 +9,17 @@ import sys
 import pytest
 
 from conftest import HAS_GPU
-from hgemm_course import device
-from hgemm_course.cli import build_parser, main
-from hgemm_course.measure import SIM_SHAPE
-from hgemm_course.shapes import parse_size, shapes_text
-from hgemm_course.tour import NEXT_STEPS
+from hgemm_course.library import device
+from hgemm_course.course.cli import build_parser, main
+from hgemm_course.measurement.commands import SIM_SHAPE
+from hgemm_course.measurement.shapes import parse_size, shapes_text
+from hgemm_course.course.tour import NEXT_STEPS
 
 
 def run_cli(*args, env_extra=None, cwd=None):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "hgemm_course.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=600)
 
 
@@ -43,8 +43,8 @@ def test_diff_shows_only_the_rungs_sources(capsys):
 
 
 def test_results_json_reads_a_results_folder(tmp_path, capsys):
-    from hgemm_course.harness import BenchRecord
-    from hgemm_course.results import write_run
+    from hgemm_course.measurement.harness import BenchRecord
+    from hgemm_course.measurement.records import write_run
 
     write_run([BenchRecord("02", 2048, 2048, 2048, 1.0, 17.2, 0.1, 171.8, 10.0, [1.0] * 20, [0.1] * 20)],
               folder=tmp_path)
@@ -94,7 +94,7 @@ def test_record_without_an_h200_is_refused_before_anything_runs(command, capsys)
 
 def test_next_steps_name_a_real_chapter_and_exercise():
     from hgemm_course.check import ALL_EXERCISES
-    from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.library.paths import REPO_ROOT
 
     assert "`jupyter lab chapters/`" in NEXT_STEPS and "chapter 00" in NEXT_STEPS
     assert (REPO_ROOT / "chapters" / "00_setup.ipynb").is_file()
@@ -157,7 +157,7 @@ def test_a_refusal_is_one_line_naming_the_fix_with_exit_2(argv, message, capsys,
 
 def test_tune_refuses_before_planning(monkeypatch, capsys):
     """--dry-run with a bad axis value: refused before any configuration is planned."""
-    from hgemm_course import tune
+    from hgemm_course.measurement import tune
 
     monkeypatch.setattr(tune, "plan", lambda *a: pytest.fail("planned a sweep with a refused axis"))
     code, _, err = exit_code(["tune", "11", "--dry-run", "--consumers", "0"], capsys)
@@ -206,7 +206,7 @@ def test_viz_refuses_a_bad_out_before_drawing(out, message, tmp_path, monkeypatc
 
 
 def test_viz_never_writes_into_the_package(capsys):
-    from hgemm_course.paths import PACKAGE_DIR
+    from hgemm_course.library.paths import PACKAGE_DIR
 
     code, _, err = exit_code(["viz", "swizzle", "--out", str(PACKAGE_DIR / "swizzle.png")], capsys)
     assert code == 2 and "a folder of your own" in err
@@ -254,7 +254,7 @@ def test_list_aligns_its_columns(capsys):
 
 
 def test_simulator_default_is_small_with_tails():
-    from hgemm_course.ladder.k02_tiled import BK, BM, BN
+    from hgemm_course.library.ladder.k02_tiled import BK, BM, BN
 
     M, N, K = SIM_SHAPE
     assert M % BM and N % BN and K % BK and K > BK      # rung 02's tiles: tails everywhere, more than one k-step
@@ -317,7 +317,7 @@ def test_a_bogus_matplotlib_backend_is_refused_in_one_line():
 
 
 def test_sass_reads_a_rung_as_built_for_another_target(capsys):
-    from hgemm_course.cli import main
+    from hgemm_course.course.cli import main
 
     assert main(["sass", "04", "--arch", "sm_80", "--size", "4096"]) == 0
     assert capsys.readouterr().out.startswith("k04_mma_sync<128, 256, 64, 64, 64, 3, true>: main loop of ")

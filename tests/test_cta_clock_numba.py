@@ -10,8 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from hgemm_course import cta_clock, device
-from hgemm_course.ladder import get
+from hgemm_course.library import cta_clock, device
+from hgemm_course.library.ladder import get
 
 
 def _words(rows):
@@ -64,8 +64,8 @@ def test_the_stamps_log_every_cta_of_every_launch_under_the_simulator(monkeypatc
     _simulated()
     import threading
 
-    from hgemm_course.harness import compare, random_inputs
-    from hgemm_course.ladder import k01_naive, k02_tiled
+    from hgemm_course.measurement.harness import compare, random_inputs
+    from hgemm_course.library.ladder import k01_naive, k02_tiled
 
     ticks, lock = iter(range(1, 10**9)), threading.Lock()
 
@@ -100,7 +100,7 @@ def test_the_stamps_log_every_cta_of_every_launch_under_the_simulator(monkeypatc
 
 def test_inside_timing_builds_the_simulator_runs_the_plain_kernel():
     _simulated()
-    from hgemm_course.harness import random_inputs, run_rung, time_with_clock
+    from hgemm_course.measurement.harness import random_inputs, run_rung, time_with_clock
 
     a, b, _ = random_inputs(33, 17, 9, seed=2)
     for rung_id in ("01", "02"):
@@ -116,9 +116,9 @@ _COMPILE = textwrap.dedent("""
     import json
     from numba import cuda
     from numba.core import types
-    from hgemm_course import cta_clock
-    from hgemm_course.ladder.k01_naive import naive_gemm, naive_gemm_body
-    from hgemm_course.ladder.k02_tiled import tiled_gemm, tiled_gemm_body
+    from hgemm_course.library import cta_clock
+    from hgemm_course.library.ladder.k01_naive import naive_gemm, naive_gemm_body
+    from hgemm_course.library.ladder.k02_tiled import tiled_gemm, tiled_gemm_body
     mat = types.float16[:, ::1]
     log = (types.uint64[:, :, ::1], types.uint32[::1])
     out = {}
@@ -183,7 +183,7 @@ def test_the_timing_build_keeps_the_plain_kernels_registers_and_no_stack(ptx, tm
 
 @pytest.mark.gpu
 def test_bench_records_the_cycles_and_clock_of_rungs_01_and_02():
-    from hgemm_course.harness import bench
+    from hgemm_course.measurement.harness import bench
 
     records = bench(["01", "02"], [512], repeats=20, progress=False)
     assert [r.rung for r in records] == ["01", "02"]

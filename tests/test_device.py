@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from hgemm_course import device
+from hgemm_course.library import device
 from conftest import HAS_GPU
 
 
@@ -26,7 +26,7 @@ def test_report_lists_toolchain_and_says_what_runs():
 
 def test_probing_the_gpu_does_not_import_numba():
     # NUMBA_ENABLE_CUDASIM is read when numba is first imported: the probe must leave that choice open
-    code = ("import sys, hgemm_course.device as d; d.machine_report(); import hgemm_course; "
+    code = ("import sys, hgemm_course.library.device as d; d.machine_report(); import hgemm_course; "
             "hgemm_course.rungs(); print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

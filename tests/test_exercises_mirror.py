@@ -21,7 +21,7 @@ from hgemm_course.check.generate import (
     sources,
     without_markers,
 )
-from hgemm_course.paths import KERNELS_DIR
+from hgemm_course.library.paths import KERNELS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "run `python -m hgemm_course.check.generate` and commit what it writes"
@@ -141,8 +141,8 @@ def test_a_plain_pair_becomes_a_source(tmp_path):
 
 @pytest.mark.parametrize("rung", ["05", "09", "10", "11"])
 def test_a_marked_kernel_compiles_exactly_as_without_its_markers(rung, tmp_path):
-    from hgemm_course.build import compile_cuda
-    from hgemm_course.ladder import get
+    from hgemm_course.library.build import compile_cuda
+    from hgemm_course.library.ladder import get
 
     def code(ptx: str) -> list[str]:
         return [line for line in ptx.splitlines() if not line.lstrip().startswith((".file", ".loc", "//"))]

@@ -1,4 +1,4 @@
-"""The ladder's tile geometry is declared once (hgemm_course/rung_geometry.toml): the launchers build their tiles
+"""The ladder's tile geometry is declared once (hgemm_course/library/rung_geometry.toml): the launchers build their tiles
 from it, sim/ and viz/ read it and import no rung, and each choice was measured by the tune record it names."""
 import ast
 import json
@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from hgemm_course import geometry
-from hgemm_course.ladder import registry
-from hgemm_course.paths import results_dir
+from hgemm_course.library import geometry
+from hgemm_course.sim import raster
+from hgemm_course.library.ladder import registry
+from hgemm_course.library.paths import results_dir
 
 PACKAGE = Path(geometry.__file__).parent
 
 
 def imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, relative imports written out from the package (hgemm_course.ladder.r06_...)."""
+    """Every module a file imports, relative imports written out from the package (hgemm_course.library.ladder.r06_...)."""
     package = ["hgemm_course", *path.parent.relative_to(PACKAGE).parts]
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -30,7 +31,7 @@ def imported_modules(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("folder", ["sim", "viz"])
 def test_the_models_and_figures_import_no_rung(folder):
-    rungs = {f"hgemm_course.ladder.{p.stem}" for p in (PACKAGE / "ladder").glob("[rk][0-9][0-9]_*.py")}
+    rungs = {f"hgemm_course.library.ladder.{p.stem}" for p in (PACKAGE / "ladder").glob("[rk][0-9][0-9]_*.py")}
     for path in sorted((PACKAGE / folder).rglob("*.py")):
         assert not imported_modules(path) & rungs, f"{path.name} imports {sorted(imported_modules(path) & rungs)}"
 
@@ -43,7 +44,7 @@ def test_each_rung_launches_the_geometry_declared_for_it():
         assert {k: getattr(module.TILES, k) for k in g.tiles} == g.tiles, rung
         if g.super_mn is not None:
             assert module.SUPER == g.super_mn, rung
-    from hgemm_course.ladder import r10_warp_specialized, r11_persistent
+    from hgemm_course.library.ladder import r10_warp_specialized, r11_persistent
 
     assert (r10_warp_specialized.CONSUMERS, r11_persistent.CLUSTER_M) == (geometry.of("10").consumers,
                                                                         geometry.of("11").cluster_m)
@@ -82,11 +83,11 @@ def test_each_geometry_was_measured_by_its_record_and_stands_within_its_stated_t
 def test_the_cluster_walk_gives_every_tile_once():
     M, N, bm, bn, super_mn = 2176, 2944, 128, 128, (16, 2)
     for cluster_m in (1, 2):
-        order = geometry.cluster_order(M, N, bm, bn, super_mn, cluster_m)
+        order = raster.cluster_order(M, N, bm, bn, super_mn, cluster_m)
         inside = [tuple(p) for p in order.tolist() if p[0] >= 0]
         assert sorted(inside) == [(m, n) for m in range(-(-M // (bm * cluster_m))) for n in range(-(-N // bn))]
         assert len(order) * cluster_m == geometry.launch_positions(M, N, bm, bn, super_mn, cluster_m)
-        assert sum(geometry.tiles_per_cluster(7, M, N, bm, bn, super_mn, cluster_m)) == len(inside)
+        assert sum(raster.tiles_per_cluster(7, M, N, bm, bn, super_mn, cluster_m)) == len(inside)
 
 
 def test_an_unknown_rung_names_those_with_a_geometry():

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from hgemm_course import harness
-from hgemm_course.harness import compare, input_sets_needed, random_inputs, verify
+from hgemm_course.measurement import harness
+from hgemm_course.measurement.harness import compare, input_sets_needed, random_inputs, verify
 
 
 def _case(M=64, N=48, K=80, seed=3):
@@ -66,7 +66,7 @@ def test_input_sets_rotate_until_l2_is_outrun():
 @pytest.mark.parametrize("rung", ["01", "02"])
 @pytest.mark.parametrize("shape", [(48, 40, 72), (17, 65, 33)])
 def test_numba_rungs_verify_under_the_simulator(rung, shape, monkeypatch):
-    from hgemm_course import device
+    from hgemm_course.library import device
 
     if not device.cudasim_enabled():
         pytest.skip("the simulator is off (a GPU is present)")
@@ -76,8 +76,8 @@ def test_numba_rungs_verify_under_the_simulator(rung, shape, monkeypatch):
 
 
 def test_verify_reports_a_broken_kernel(monkeypatch):
-    from hgemm_course import device
-    from hgemm_course.ladder import get
+    from hgemm_course.library import device
+    from hgemm_course.library.ladder import get
 
     if not device.cudasim_enabled():
         pytest.skip("the simulator is off (a GPU is present)")
@@ -99,8 +99,8 @@ def test_verify_reports_a_broken_kernel(monkeypatch):
 def test_bench_never_times_a_wrong_kernel():
     from dataclasses import replace
 
-    from hgemm_course.harness import VerificationError, bench
-    from hgemm_course.ladder import get
+    from hgemm_course.measurement.harness import VerificationError, bench
+    from hgemm_course.library.ladder import get
 
     good = get("02")
 
@@ -119,7 +119,7 @@ def test_bench_never_times_a_wrong_kernel():
 
 
 def test_the_stream_hold_compiles_to_one_small_kernel():
-    from hgemm_course.build import compile_cuda
+    from hgemm_course.library.build import compile_cuda
 
     resources = compile_cuda("hold.cu", name_expressions=("hold_stream",)).resources_of("hold_stream")
     assert resources.spill_stores == 0 and resources.smem_static == 0

@@ -12,13 +12,13 @@ import subprocess
 
 import pytest
 
-from hgemm_course.build import CompileError, compile_cuda
+from hgemm_course.library.build import CompileError, compile_cuda
 from hgemm_course.check.generate import without_markers
-from hgemm_course.ladder import get, registry
-from hgemm_course.ladder import r07_tma, r09_wgmma, r10_warp_specialized
-from hgemm_course.ladder.r09_wgmma import WgmmaTiles
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
-from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+from hgemm_course.library.ladder import get, registry
+from hgemm_course.library.ladder import r07_tma, r09_wgmma, r10_warp_specialized
+from hgemm_course.library.ladder.r09_wgmma import WgmmaTiles
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.library.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 
 VARIANTS = [r09_wgmma.TILES, WgmmaTiles(128, 128, 64, 4), WgmmaTiles(128, 128, 64, 5), WgmmaTiles(64, 256, 64, 4)]
 

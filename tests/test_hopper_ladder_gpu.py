@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from hgemm_course import harness
-from hgemm_course.build import compile_cuda
-from hgemm_course.ladder import get, r09_wgmma, r10_warp_specialized
-from hgemm_course.ladder.r09_wgmma import WgmmaTiles
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.measurement import harness
+from hgemm_course.library.build import compile_cuda
+from hgemm_course.library.ladder import get, r09_wgmma, r10_warp_specialized
+from hgemm_course.library.ladder.r09_wgmma import WgmmaTiles
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
 
 SHAPES = [(128, 128, 128), (1000, 1000, 1024), (4096, 2048, 1024), (8192, 128, 4096), (257, 136, 64),
           (4096, 4096, 4096), (200, 8, 8)]
@@ -89,7 +89,7 @@ def test_rung_11_is_right(shape):
 def launch_11_and_compare(shape, **kwargs):
     import cupy
 
-    from hgemm_course.ladder import r11_persistent
+    from hgemm_course.library.ladder import r11_persistent
 
     M, N, K = shape
     a, b, seed = harness.random_inputs(M, N, K, seed=13, xp=cupy)
@@ -136,7 +136,7 @@ def test_rung_11_and_12_with_three_b_panels_are_right(shape):
     """128x192 tiles (wgmma's n192): three 64-column panels of B, so no cluster pairs (they split B's panels)."""
     import cupy
 
-    from hgemm_course.ladder import r12_streamk
+    from hgemm_course.library.ladder import r12_streamk
 
     tiles = WarpSpecializedTiles(128, 192, 64, 4)
     launch_11_and_compare(shape, tiles=tiles, cluster_m=1)

@@ -1,4 +1,6 @@
-"""The package's imports run one way: no module imports itself through others.
+"""The package's imports run one way: no module imports itself through others, and its halves import only
+downward: the library (what gemm() needs) and the models under it (sim/) import nothing of measurement or of the
+course, and measurement imports nothing of the course (viz/, check/ and course/).
 
 Read from the source with ast, not by importing: every ``import`` and ``from ... import`` statement counts, at a
 module's top and inside its functions alike, since a function-level import is still a dependency (it only runs
@@ -9,9 +11,20 @@ from __future__ import annotations
 
 import ast
 
-from hgemm_course.paths import PACKAGE_DIR
+import pytest
+
+from hgemm_course.library.paths import PACKAGE_DIR
 
 PACKAGE = PACKAGE_DIR.name
+
+# what each lower half may import of the package; the course's halves (course/, viz/, check/) may import anything
+MAY_IMPORT = {
+    "library": ("library", "sim"),
+    "sim": ("sim", "library.target", "library.geometry", "library.device", "library.toolchain", "library.errors"),
+    "measurement": ("library", "sim", "measurement"),
+}
+# what draws or runs notebooks: the course's, never the library's or measurement's
+COURSE_ONLY = {"matplotlib", "nbformat", "nbclient", "sphinx", "myst_nb", "IPython", "jupyter_client"}
 
 
 def package_modules() -> dict[str, tuple[ast.Module, bool]]:
@@ -107,8 +120,8 @@ def _path_back(graph: dict[str, set[str]], group: set[str]) -> list[str]:
 def test_the_walk_sees_known_imports():
     """The walk finds what the source says: a top-level relative import, a function-level one, a package's."""
     graph = import_graph()
-    assert f"{PACKAGE}.shapes" in graph[f"{PACKAGE}.cli"]           # from .shapes import ... at the top
-    assert f"{PACKAGE}.ladder.r12_streamk" in graph[f"{PACKAGE}.plan"]   # inside units_here()
+    assert f"{PACKAGE}.measurement.shapes" in graph[f"{PACKAGE}.course.cli"]      # from ..measurement.shapes import
+    assert f"{PACKAGE}.library.ladder.r12_streamk" in graph[f"{PACKAGE}.library.plan"]   # inside units_here()
     assert f"{PACKAGE}.sim.waves" in graph[f"{PACKAGE}.sim"]        # the package sim's __init__
 
 
@@ -121,3 +134,51 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_cycles():
     found = cycles(import_graph())
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def _half(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def _may_import(half: str, module: str) -> bool:
+    inside = module.removeprefix(f"{PACKAGE}.")
+    return any(inside == top or inside.startswith(top + ".") for top in MAY_IMPORT[half])
+
+
+@pytest.mark.parametrize("half", sorted(MAY_IMPORT))
+def test_each_half_imports_only_downward(half):
+    graph = import_graph()
+    climbs = [f"{module} imports {target}" for module in sorted(graph) if _half(module) == half
+              for target in sorted(graph[module]) if not _may_import(half, target)]
+    assert not climbs, "\n".join(climbs)
+
+
+@pytest.mark.parametrize("half", sorted(MAY_IMPORT))
+def test_the_library_and_measurement_draw_nothing(half):
+    drawn = []
+    for module, (tree, _) in package_modules().items():
+        if _half(module) != half:
+            continue
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            drawn += [f"{module} imports {n}" for n in names if n.split(".")[0] in COURSE_ONLY]
+    assert not drawn, "\n".join(drawn)
+
+
+def test_every_module_lives_in_a_half():
+    loose = sorted(p.name for p in PACKAGE_DIR.glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"modules at the package's top: {loose}; each belongs in library/, measurement/ or course/"
+    assert {_half(m) for m in import_graph() if _half(m)} == {"library", "sim", "measurement", "course", "viz",
+                                                                "check"}
+
+
+def test_the_package_top_imports_only_the_library():
+    assert {_half(m) for m in import_graph()[PACKAGE]} <= {"library"}
+
+
+def test_the_layer_rule_sees_a_climb():
+    assert not _may_import("library", f"{PACKAGE}.course.chapter")
+    assert not _may_import("sim", f"{PACKAGE}.measurement.roofline")
+    assert _may_import("library", f"{PACKAGE}.sim.waves")
+    assert f"{PACKAGE}.library.plan" in import_graph()[f"{PACKAGE}.library.api"]

@@ -13,8 +13,8 @@ from importlib import import_module
 import pytest
 
 from hgemm_course.check.generate import without_markers
-from hgemm_course.ladder import registry
-from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+from hgemm_course.library.ladder import registry
+from hgemm_course.library.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 
 MMA_LADDER = ("03", "04", "05", "06", "07")
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from hgemm_course.ladder import Rung, get, registry
+from hgemm_course.library.ladder import Rung, get, registry
 
 
 def test_registry_is_ordered_and_matches_module_names():
@@ -39,7 +39,7 @@ def test_check_shape_names_the_multiple_needed():
 
 
 def test_every_rung_has_its_chapter_notebook():
-    from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.library.paths import REPO_ROOT
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel: the chapters are not packaged")
@@ -51,9 +51,9 @@ def test_every_rung_has_its_chapter_notebook():
 def test_whole_tiles_get_the_instantiation_without_tail_guards(module_name):
     from importlib import import_module
 
-    from hgemm_course.ladder.nvrtc_kernel import launched_kernel
+    from hgemm_course.library.ladder.nvrtc_kernel import launched_kernel
 
-    module = import_module(f"hgemm_course.ladder.{module_name}")
+    module = import_module(f"hgemm_course.library.ladder.{module_name}")
     t = module.TILES
     assert launched_kernel(module, 4 * t.bm, 2 * t.bn, 3 * t.bk).name_expression.endswith(", true>")
     for tail in ((4 * t.bm + 8, 2 * t.bn, 3 * t.bk), (4 * t.bm, 2 * t.bn - 8, 3 * t.bk), (4 * t.bm, 2 * t.bn, 3 * t.bk + 8)):
@@ -67,7 +67,7 @@ def test_copy_steps_that_overflow_an_int_are_refused(module):
     """Rungs 04-06 step their copies by 32-bit offsets: a K or N that would overflow them is refused."""
     from importlib import import_module
 
-    kernel_for = import_module(f"hgemm_course.ladder.{module}").kernel_for
+    kernel_for = import_module(f"hgemm_course.library.ladder.{module}").kernel_for
     kernel_for(8192, 8192, 8192)
     with pytest.raises(ValueError, match="too large for rungs 04-06"):
         kernel_for(256, 256, 2**24)

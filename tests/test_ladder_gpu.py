@@ -6,8 +6,8 @@ from importlib import import_module
 
 import pytest
 
-from hgemm_course import harness
-from hgemm_course.ladder import get
+from hgemm_course.measurement import harness
+from hgemm_course.library.ladder import get
 
 MMA_LADDER = ("03", "04", "05", "06", "07")
 SHAPES = [(128, 128, 128), (1024, 1024, 1024), (4096, 4096, 4096), (4096, 2048, 1024),

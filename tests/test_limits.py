@@ -1,7 +1,7 @@
 import pytest
 
-from hgemm_course import limits
-from hgemm_course.ladder import r07_tma
+from hgemm_course.measurement import limits
+from hgemm_course.library.ladder import r07_tma
 from hgemm_course.sim import ctas_per_sm
 
 
@@ -29,7 +29,7 @@ def test_variants_cover_bn_halved_and_a_stage_sweep_with_budget_refusals():
 
 
 def test_the_occupancy_kernel_needs_nothing_but_shared_memory():
-    from hgemm_course.build import compile_cuda
+    from hgemm_course.library.build import compile_cuda
 
     res = compile_cuda(limits.SMEM_ONLY, name_expressions=["smem_only"]).resources_of("smem_only")
     assert res.registers <= 16 and res.smem_static == 0

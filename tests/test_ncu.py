@@ -1,12 +1,12 @@
-"""hgemm_course.ncu reads Nsight Compute's CSV details page (the recorded H200 profiles of rung 11 and of
+"""hgemm_course.measurement.ncu reads Nsight Compute's CSV details page (the recorded H200 profiles of rung 11 and of
 cuBLAS's own kernel give the figures chapter 11 and README quote, cycles = duration x SM clock) and its raw
 page (one row per kernel, metric names as columns), in base units."""
 from __future__ import annotations
 
 import pytest
 
-from hgemm_course import ncu
-from hgemm_course.paths import results_dir
+from hgemm_course.measurement import ncu
+from hgemm_course.library.paths import results_dir
 
 RECORDED = results_dir() / "ncu" / "2026-12-01"
 
@@ -78,7 +78,7 @@ RAW = "\n".join([
 ])
 
 
-# The same page as hgemm_course.model_checks reads it (ncu's automatic units: msecond, %; n/a cells).
+# The same page as hgemm_course.measurement.model_checks reads it (ncu's automatic units: msecond, %; n/a cells).
 RAW_FIXED = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
              '"Grid Size","Device","CC"')
 RAW_CSV = "\n".join([

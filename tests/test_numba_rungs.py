@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from hgemm_course import device
-from hgemm_course.harness import verify
+from hgemm_course.library import device
+from hgemm_course.measurement.harness import verify
 
 
 def test_numba_kernels_compile_to_sm90_ptx():
@@ -15,8 +15,8 @@ def test_numba_kernels_compile_to_sm90_ptx():
     code = textwrap.dedent("""
         from numba import cuda
         from numba.core import types
-        from hgemm_course.ladder.k01_naive import naive_gemm
-        from hgemm_course.ladder.k02_tiled import tiled_gemm, BM, BK, BN
+        from hgemm_course.library.ladder.k01_naive import naive_gemm
+        from hgemm_course.library.ladder.k02_tiled import tiled_gemm, BM, BK, BN
         sig = (types.float16[:, ::1],) * 3
         for k in (naive_gemm, tiled_gemm):
             ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))

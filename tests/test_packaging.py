@@ -8,7 +8,7 @@ import pytest
 
 @pytest.mark.slow
 def test_wheel_contains_kernels_snippets_and_results(tmp_path):
-    from hgemm_course.paths import PTX_SNIPPETS_DIR, REPO_ROOT
+    from hgemm_course.library.paths import PTX_SNIPPETS_DIR, REPO_ROOT
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel: nothing to build")
@@ -19,11 +19,11 @@ def test_wheel_contains_kernels_snippets_and_results(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for header in PTX_SNIPPETS_DIR.glob("*.cuh"):
         assert f"hgemm_course/ptx_snippets/{header.name}" in names
-    for kernel in (REPO_ROOT / "hgemm_course" / "kernels").glob("k*.cu"):
-        assert f"hgemm_course/kernels/{kernel.name}" in names
+    for kernel in (REPO_ROOT / "hgemm_course" / "library" / "kernels").glob("k*.cu"):
+        assert f"hgemm_course/library/kernels/{kernel.name}" in names
     for result in (REPO_ROOT / "results").glob("*.json"):
         assert f"hgemm_course/results/{result.name}" in names
-    assert "hgemm_course/ladder/k01_naive.py" in names
+    assert "hgemm_course/library/ladder/k01_naive.py" in names
     assert "hgemm_course/py.typed" in names and any(n.endswith("licenses/LICENSE") for n in names)
     assert any(n.endswith("entry_points.txt") for n in names)
 
@@ -31,7 +31,7 @@ def test_wheel_contains_kernels_snippets_and_results(tmp_path):
 @pytest.mark.slow
 def test_kernels_compile_from_an_installed_wheel(tmp_path):
     """Installed from the wheel (no checkout beside it), the package still finds its snippets and kernels."""
-    from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.library.paths import REPO_ROOT
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel already")
@@ -41,8 +41,8 @@ def test_kernels_compile_from_an_installed_wheel(tmp_path):
     (wheel,) = wheels.glob("hgemm_course-*.whl")
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=600)
-    code = ("import hgemm_course, hgemm_course.paths as p; from hgemm_course.ladder import get; "
-            "from hgemm_course.build import compile_cuda; r = get('07'); "
+    code = ("import hgemm_course, hgemm_course.library.paths as p; from hgemm_course.library.ladder import get; "
+            "from hgemm_course.library.build import compile_cuda; r = get('07'); "
             "m = compile_cuda(r.source, name_expressions=r.name_expressions); "
             "print(hgemm_course.__file__, p.REPO_ROOT, p.PTX_SNIPPETS_DIR, m.resources_of(r.name_expressions[0]).spills)")
     env = {"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}

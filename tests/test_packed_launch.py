@@ -6,9 +6,9 @@ import types
 import numpy as np
 import pytest
 
-from hgemm_course import tensormap
-from hgemm_course.ladder import packed
-from hgemm_course.ladder.packed import PackedLaunch, argument_bytes
+from hgemm_course.library import tensormap
+from hgemm_course.library.ladder import packed
+from hgemm_course.library.ladder.packed import PackedLaunch, argument_bytes
 
 
 class FakeCupyArray:
@@ -134,7 +134,7 @@ def test_a_kept_gemm_launch_is_right_from_another_thread():
     import cupy
 
     import hgemm_course
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     a, b, seed = harness.random_inputs(1000, 776, 520, xp=cupy)
     out = cupy.full((1000, 776), cupy.nan, cupy.float16)

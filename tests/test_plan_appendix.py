@@ -1,4 +1,4 @@
-"""Appendix A1 (chapters/A1_plan.ipynb) and its tables (hgemm_course.plan_tables): every fitted constant with the
+"""Appendix A1 (chapters/A1_plan.ipynb) and its tables (hgemm_course.course.plan_tables): every fitted constant with the
 runs it came from, tables that show the launch the plan ran, and the appendix registered wherever chapters are."""
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ import re
 
 import pytest
 
-from hgemm_course import book, plan_tables
-from hgemm_course.paths import REPO_ROOT
-from hgemm_course.plan import plan
+from hgemm_course.course import book, plan_tables
+from hgemm_course.library.paths import REPO_ROOT
+from hgemm_course.library.plan import plan
 
 needs_checkout = pytest.mark.skipif(REPO_ROOT is None, reason="installed from a wheel: no chapters/ or results/")
 
 
 def test_every_constant_shows_the_value_the_code_holds_and_names_runs_that_exist():
-    import hgemm_course.plan as plan_module
+    import hgemm_course.library.plan as plan_module
     from hgemm_course.sim import waves
 
     assert plan_tables.Constant("plan", "SMALL_TILE_SPEED", "fit", "", "").value == plan_module.SMALL_TILE_SPEED
@@ -102,7 +102,7 @@ def test_the_sweep_table_shows_the_plans_launch_and_gemms_own_timing_not_rung_11
 
 
 def test_the_alignment_charges_are_the_plans():
-    from hgemm_course.plan import narrow_tile_speed, small_tile_speed
+    from hgemm_course.library.plan import narrow_tile_speed, small_tile_speed
 
     rows = plan_tables.alignment_rows()
     assert [r["rows"] for r in rows] == ["both aligned", "A's rows off", "B's rows off", "both off"]
@@ -136,7 +136,7 @@ def test_appendices_are_found_by_glob(tmp_path):
 def test_readme_lists_the_appendix_and_the_notebook_runner_runs_it():
     import inspect
 
-    from hgemm_course import notebooks
+    from hgemm_course.course import notebooks
 
     assert re.search(r"^\| A1 \| appendix: .*`gemm\(\)`.* \| - \|$", (REPO_ROOT / "README.md").read_text(), flags=re.M)
     assert "chapters(root) + appendices(root)" in inspect.getsource(notebooks.main)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hgemm_course import plan as planning
-from hgemm_course.ladder import r11_persistent
+from hgemm_course.library import plan as planning
+from hgemm_course.library.ladder import r11_persistent
 
 PROBE = Path(__file__).parent.parent / "results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json"
 # Rung 12 split apart beside the earlier candidates, at K-heavy shapes (four not in PROBE, three with M or N tails),
@@ -92,7 +92,7 @@ def test_the_split_is_weighed_only_with_enough_pieces():
 
 
 def test_the_split_options_build_a_kernel_rung_12_accepts():
-    from hgemm_course.ladder import r12_streamk
+    from hgemm_course.library.ladder import r12_streamk
 
     seen = 0
     for M, N, K in ((256, 256, 65536), (512, 512, 16384), (64, 320, 30000), (200, 200, 20000)):
@@ -105,7 +105,7 @@ def test_the_split_options_build_a_kernel_rung_12_accepts():
 
 
 def test_the_smaller_tiles_options_build_kernels_their_rungs_accept():
-    from hgemm_course.ladder import r12_streamk
+    from hgemm_course.library.ladder import r12_streamk
 
     rng = random.Random(3)
     seen = {"11": 0, "12": 0}
@@ -179,7 +179,7 @@ def test_where_the_plan_splits_apart_it_measured_faster_than_the_plan_before():
         name = _measured_name(chosen)
         # 5%: the probe's plan already split apart at most of these shapes, the same launch timed twice
         assert statistics.median(row["ms"][name]) < 1.05 * statistics.median(row["ms"]["plan"]), (row["M"], row["N"], row["K"])
-        from hgemm_course.ladder import r12_streamk
+        from hgemm_course.library.ladder import r12_streamk
 
         o = chosen.options
         r12_streamk.kernel(o["tiles"], o["super_mn"], o["cluster_m"], o["consumers"], apart=True)
@@ -220,7 +220,7 @@ def test_the_wide_tiles_are_right_on_tails(M, N, K):
 
     import cupy
 
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
     c = cupy.full((M, N), cupy.nan, cupy.float16)
@@ -257,7 +257,7 @@ def test_the_plan_command_plans_the_padded_shape_gemm_runs(capsys):
     """N or K off a multiple of 8: gemm() pads them, so `hgemm-course plan` plans and names the padded shape."""
     import json
 
-    from hgemm_course.cli import main
+    from hgemm_course.course.cli import main
 
     assert main(["plan", "768x1500x1500", "1024"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -1,4 +1,4 @@
-"""hgemm_course.profile: the ncu command, the record built from ncu's raw CSV, the recorded profiles and
+"""hgemm_course.measurement.profile: the ncu command, the record built from ncu's raw CSV, the recorded profiles and
 `hgemm-course profile` / `profiles` on a machine without a GPU (ncu stood in for by a script)."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import tarfile
 import pytest
 
 from conftest import HAS_GPU
-from hgemm_course import ncu, profile
-from hgemm_course.cli import main
-from hgemm_course.harness import VerificationError
-from hgemm_course.paths import results_dir
+from hgemm_course.measurement import ncu, profile
+from hgemm_course.course.cli import main
+from hgemm_course.measurement.harness import VerificationError
+from hgemm_course.library.paths import results_dir
 
 # `ncu --query-metrics` as the H200's ncu 2025.3.1 printed it (scripts/h200_model_checks.sh kept it)
 MODEL_CHECKS = results_dir() / "ncu" / "model_checks_20261129T1745.tgz"
@@ -133,7 +133,7 @@ def test_ncu_profiles_the_second_launch_at_the_cards_own_clocks():
     text = " ".join(command)
     assert "--clock-control none" in text and "--csv --page raw" in text
     assert "-k regex:^k11_persistent --launch-skip 1 --launch-count 1 --log-file raw.csv" in text
-    assert text.endswith("-m hgemm_course.profile --rung 11 --mnk 4096 4096 1024 --super 16 2 --cluster 2")
+    assert text.endswith("-m hgemm_course.measurement.profile --rung 11 --mnk 4096 4096 1024 --super 16 2 --cluster 2")
     assert command[command.index("--metrics") + 1] == ",".join(profile.METRICS)
     assert profile.variant_label(overrides) == "super 16x2, cluster 2" and profile.variant_label({}) == "default"
 
@@ -215,7 +215,7 @@ def test_a_wrong_c_or_a_rejected_metric_records_nothing(fake_ncu, tmp_path, monk
 @pytest.fixture
 def recorded(tmp_path):
     """Two runs of rung 05 (the newer must win) and one of rung 06 with a super tile."""
-    from hgemm_course.results import write_run
+    from hgemm_course.measurement.records import write_run
 
     older = {**record_from(), "tensor_pipe_active_pct": 50.0}
     newer = record_from()
@@ -272,7 +272,7 @@ def test_profile_dry_run_prints_the_ncu_command(capsys):
     assert main(["profile", "05", "--size", "4096", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "--clock-control none" in out and "'regex:^k05_swizzle'" in out
-    assert out.rstrip().endswith("-m hgemm_course.profile --rung 05 --mnk 4096 4096 4096")
+    assert out.rstrip().endswith("-m hgemm_course.measurement.profile --rung 05 --mnk 4096 4096 4096")
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answer")
@@ -291,7 +291,7 @@ def test_cublas_is_profiled_like_a_rung_its_gemm_kernel_found_by_name(capsys):
     assert target.id == "cublas" and overrides == {} and kernel is None
     text = " ".join(profile.ncu_command("ncu", target, 4096, 4096, 4096, overrides, kernel, "raw.csv"))
     assert "--clock-control none" in text and "-k regex:nvjet|gemm|cutlass --launch-skip 1 --launch-count 1" in text
-    assert text.endswith("-m hgemm_course.profile --rung cublas --mnk 4096 4096 4096")
+    assert text.endswith("-m hgemm_course.measurement.profile --rung cublas --mnk 4096 4096 4096")
     with pytest.raises(ValueError, match="cuBLAS through cupy.matmul picks its own tiles"):
         profile.launch_config("cublas", 4096, 4096, 4096, super_mn=(16, 2))
     assert profile.target_main(["--rung", "cublas", "--size", "1000", "--dry-run"]) == 0
@@ -313,7 +313,7 @@ def test_cublaslt_and_the_plan_are_profiled_as_whole_launches_their_kernel_found
 
 
 def test_cycle_ratios_set_each_rung_against_cublas_at_the_same_shape(tmp_path, capsys):
-    from hgemm_course.results import write_run
+    from hgemm_course.measurement.records import write_run
 
     base = record_from()          # 2.1 ms at 1590 MHz: 3,339,000 cycles
     for rung, duration in (("05", 2_100_000), ("cublas", 1_050_000), ("07", 1_400_000)):
@@ -343,7 +343,7 @@ def test_a_profile_can_take_another_cta_tile():
 
 
 def test_before_and_after_pairs_the_same_launches_of_an_ablation(tmp_path):
-    from hgemm_course.results import write_run
+    from hgemm_course.measurement.records import write_run
 
     base = record_from()
     for side, cycles in (("before", {"11": 1000.0, "12": 800.0}), ("after", {"11": 975.0, "10": 500.0})):

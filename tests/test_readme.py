@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hgemm_course.check import ALL_EXERCISES
-from hgemm_course.cli import main
-from hgemm_course.paths import REPO_ROOT
-from hgemm_course.results import README_BEGIN, README_END, ladder_markdown
+from hgemm_course.course.cli import main
+from hgemm_course.library.paths import REPO_ROOT
+from hgemm_course.measurement.records import README_BEGIN, README_END, ladder_markdown
 
 README = (REPO_ROOT / "README.md").read_text()
 CI = (REPO_ROOT / ".ci" / "run").read_text()

@@ -1,11 +1,11 @@
-"""Every file under results/ holds to its kind's schema (hgemm_course/schemas/records.schema.json), and a run
+"""Every file under results/ holds to its kind's schema (hgemm_course/measurement/schemas/records.schema.json), and a run
 without what its kind needs is refused when it is written."""
 import json
 
 import pytest
 
-from hgemm_course import record_schema, results
-from hgemm_course.paths import results_dir
+from hgemm_course.measurement import record_schema, records
+from hgemm_course.library.paths import results_dir
 
 BENCH = {"rung": "11", "M": 256, "N": 256, "K": 256, "tflops": 10.0, "cublas_tflops": 11.0, "pct_cublas": 90.9}
 
@@ -32,9 +32,9 @@ def test_a_record_of_a_kind_without_fields_of_its_own_needs_only_the_common_ones
 
 def test_a_run_missing_a_field_is_refused_on_write_and_nothing_is_written(tmp_path):
     with pytest.raises(ValueError, match=r"is not written: record 0 has no tflops"):
-        results.write_run([{k: v for k, v in BENCH.items() if k != "tflops"}], folder=tmp_path)
+        records.write_run([{k: v for k, v in BENCH.items() if k != "tflops"}], folder=tmp_path)
     assert list(tmp_path.iterdir()) == []
-    path = results.write_run([BENCH], folder=tmp_path)
+    path = records.write_run([BENCH], folder=tmp_path)
     assert json.loads(path.read_text())["records"][0]["pct_cublas"] == 90.9
 
 

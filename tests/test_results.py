@@ -4,10 +4,11 @@ import time
 
 import pytest
 
-from hgemm_course import paths, results
-from hgemm_course.cli import main
-from hgemm_course.harness import BenchRecord
-from hgemm_course.results import README_BEGIN, README_END, RECORD_KEYS, load_records, run_folder, write_run
+from hgemm_course.library import paths
+from hgemm_course.measurement import records
+from hgemm_course.course.cli import main
+from hgemm_course.measurement.harness import BenchRecord
+from hgemm_course.measurement.records import README_BEGIN, README_END, RECORD_KEYS, load_records, run_folder, write_run
 
 
 def _record(rung, n, ms, cublas_ms):
@@ -17,7 +18,7 @@ def _record(rung, n, ms, cublas_ms):
 
 
 def test_a_probe_report_carries_provenance_and_is_not_read_as_a_run(tmp_path):
-    path = results.write_report({"timing": [{"variant": "11", "pct_cublas": 99.0}]}, kind="tile_probe",
+    path = records.write_report({"timing": [{"variant": "11", "pct_cublas": 99.0}]}, kind="tile_probe",
                                 folder=tmp_path)
     data = json.loads(path.read_text())
     assert path.name.startswith("tile_probe_") and "date" in data["provenance"]
@@ -78,7 +79,7 @@ def test_a_damaged_run_file_is_skipped_with_a_warning_naming_it(tmp_path, capsys
 def test_readme_table_takes_only_recorded_h200_runs(tmp_path, monkeypatch):
     recorded = tmp_path / "results"
     recorded.mkdir()
-    monkeypatch.setattr(results, "results_dir", lambda: recorded)
+    monkeypatch.setattr(records, "results_dir", lambda: recorded)
     (tmp_path / "README.md").write_text(f"intro\n{README_BEGIN}\nold table\n{README_END}\n")
     monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
     complete = {"driver": "13.0", "cuda_runtime": "13.3", "nvrtc": "13.0", "packages": {"numpy": "2.4.6"}}
@@ -130,15 +131,15 @@ def test_a_read_only_out_dir_is_refused(tmp_path, capsys):
 
 
 def test_record_is_refused_without_a_complete_h200_provenance(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(results, "results_dir", lambda: tmp_path)
+    monkeypatch.setattr(records, "results_dir", lambda: tmp_path)
     h200 = {"gpu": "NVIDIA H200", "driver": "13.0", "cuda_runtime": "13.3", "nvrtc": "13.0", "date": "2026-12-01",
             "packages": {"numpy": "2.4.6", "cupy-cuda13x": "14.2.0"}}
-    monkeypatch.setattr(results, "provenance", lambda: h200)
+    monkeypatch.setattr(records, "provenance", lambda: h200)
     assert run_folder(record=True) == tmp_path
     for change, said in [({"gpu": "NVIDIA GeForce RTX 4090"}, "the GPU is NVIDIA GeForce RTX 4090"),
                          ({"gpu": None}, "there is no GPU"), ({"nvrtc": None}, "nvrtc is unknown"),
                          ({"packages": {"numpy": None}}, "numpy's version is unknown")]:
-        monkeypatch.setattr(results, "provenance", lambda change=change: {**h200, **change})
+        monkeypatch.setattr(records, "provenance", lambda change=change: {**h200, **change})
         assert main(["bench", "02", "--record"]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and said in err and "leave out --record" in err

@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 
 import hgemm_course
-from hgemm_course import book, paths, profile, results
+from hgemm_course.course import book
+from hgemm_course.library import paths
+from hgemm_course.measurement import profile, records
 from hgemm_course.check.generate import render, sources
-from hgemm_course.cli import SIM_MAX_MACS, SIM_MAX_OUTPUTS, main
-from hgemm_course.paths import results_dir
+from hgemm_course.course.cli import SIM_MAX_MACS, SIM_MAX_OUTPUTS, main
+from hgemm_course.library.paths import results_dir
 
 RECORDED = results_dir()
 NEWEST_BENCH = max(RECORDED.glob("bench_nvidia-h200_*.json"))
@@ -35,7 +37,7 @@ def _memory_cap():
 
 def run_cli(*args, stdout=subprocess.PIPE, env_extra=None):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"} | (env_extra or {})
-    return subprocess.run([sys.executable, "-m", "hgemm_course.cli", *args], stdout=stdout, stderr=subprocess.PIPE,
+    return subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", *args], stdout=stdout, stderr=subprocess.PIPE,
                           text=True, env=env, timeout=120, preexec_fn=_memory_cap)
 
 
@@ -64,7 +66,7 @@ def attacked(tmp_path, monkeypatch):
         shutil.copy(path, folder / path.name)
     for path in (RECORDED / "profiles").glob("*.json"):
         shutil.copy(path, folder / "profiles" / path.name)
-    monkeypatch.setattr(results, "results_dir", lambda: folder)
+    monkeypatch.setattr(records, "results_dir", lambda: folder)
     monkeypatch.setattr(profile, "results_dir", lambda: folder)
     bench = json.loads(NEWEST_BENCH.read_text())["records"]
     prof = json.loads(NEWEST_PROFILE.read_text())
@@ -93,7 +95,7 @@ def test_malformed_records_are_named_and_skipped_by_results_readme_viz_and_book(
                                                                                  capsys):
     folder, planted = attacked
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{results.README_BEGIN}\nold\n{results.README_END}\n")
+    readme.write_text(f"intro\n{records.README_BEGIN}\nold\n{records.README_END}\n")
     monkeypatch.setattr(paths, "REPO_ROOT", tmp_path)
     bench_files = [p for p in planted if p.parent == folder and p.name.startswith("bench_")]
     with warnings.catch_warnings(record=True) as caught:
@@ -125,7 +127,7 @@ def test_a_malformed_record_is_skipped_with_one_line_that_says_what_is_wrong(tmp
     bench = json.loads(NEWEST_BENCH.read_text())["records"]
     path = _run(tmp_path / "bench_x.json", [bench[0], {**bench[1], "pct_cublas": "37.7"}, [], 1])
     with pytest.warns(UserWarning) as caught:
-        rows = results.load_records(tmp_path, latest_only=False)
+        rows = records.load_records(tmp_path, latest_only=False)
     assert len(rows) == 1 and rows[0]["rung"] == bench[0]["rung"]
     (said,) = [str(w.message) for w in caught]
     assert said.startswith(f"skipped 3 of 4 records of {path}: record 1 has pct_cublas = \"37.7\", not a number")
@@ -155,15 +157,15 @@ def test_a_planted_run_without_the_recorded_provenance_is_not_listed_as_recorded
     out = capsys.readouterr().out
     assert "999.0" not in out and planted.name not in out
     assert f"  {NEWEST_BENCH.name}: NVIDIA H200, " in out              # each run's file is shown: its provenance
-    assert not any(planted.name == r["file"] for r in results.load_records())
+    assert not any(planted.name == r["file"] for r in records.load_records())
 
 
 def test_the_recorded_results_all_still_load_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert results.load_records() and profile.load_profiles()
+        assert records.load_records() and profile.load_profiles()
         for kind in ("tune", "ceilings", "limits", "model", "api", "verify"):
-            assert results.load_runs(kind=kind), kind
+            assert records.load_runs(kind=kind), kind
 
 
 @pytest.mark.parametrize("where", ["/nonexistent", "file"])
@@ -205,10 +207,10 @@ def test_plan_refuses_sizes_past_its_model_in_one_line(args, said):
 
 
 def test_plan_takes_the_largest_shape_under_its_ceiling():
-    p = hgemm_course.plan.plan(2**17, 2**18, 2**24)
+    p = hgemm_course.library.plan.plan(2**17, 2**18, 2**24)
     assert p.rung in ("11", "12") and p.M == 2**17
     with pytest.raises(ValueError, match=r"units=0: the plan takes whole numbers of at least 1"):
-        hgemm_course.plan.check_plannable(1, 1, 1, 0)
+        hgemm_course.library.plan.check_plannable(1, 1, 1, 0)
 
 
 def test_units_as_a_float_is_refused_by_the_parser(capsys):

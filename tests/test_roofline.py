@@ -1,6 +1,6 @@
 import pytest
 
-from hgemm_course.roofline import gemm_floor
+from hgemm_course.measurement.roofline import gemm_floor
 
 
 def test_square_fp16_gemm_counts():

@@ -12,11 +12,11 @@ import subprocess
 import pytest
 
 from hgemm_course.check.generate import without_markers
-from hgemm_course.ladder import get, r10_warp_specialized, r11_persistent, registry
-from hgemm_course.ladder.nvrtc_kernel import cdiv
-from hgemm_course.target import RECORDED
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
-from hgemm_course.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+from hgemm_course.library.ladder import get, r10_warp_specialized, r11_persistent, registry
+from hgemm_course.library.ladder.nvrtc_kernel import cdiv
+from hgemm_course.library.target import RECORDED
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.library.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 from hgemm_course.sim.raster import cta_order
 
 SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
@@ -285,7 +285,7 @@ def test_10_to_11_keeps_the_loads_descriptors_and_main_loop():
 def test_store_and_cluster_snippets_compile_to_their_instructions():
     """Every new snippet compiles for sm_90a and emits its one instruction (the cluster ones on their own,
     not only inside rung 11)."""
-    from hgemm_course.build import compile_cuda
+    from hgemm_course.library.build import compile_cuda
 
     src = ('#include "cluster.cuh"\n#include "fence.cuh"\n#include "mbarrier.cuh"\n#include "stmatrix.cuh"\n'
            '#include "tma.cuh"\n'
@@ -473,7 +473,7 @@ def test_the_last_tiles_c_is_stored_while_the_next_slices_wgmma_run(rung):
     """Between a slice's wgmma.commit_group and the wait for it, the main loop stores C panels of the tile
     before: every panel's stmatrix and TMA store sits there (under the next tile's first slices), not after
     a wait that would leave the tensor cores idle."""
-    from hgemm_course.ladder import r12_streamk
+    from hgemm_course.library.ladder import r12_streamk
 
     k = (r11_persistent if rung == "11" else r12_streamk).kernel()
     ops = [line.strip().split()[0] for line in k.compile().ptx.splitlines()

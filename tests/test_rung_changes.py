@@ -2,8 +2,8 @@
 ladder's own definitions and kernel sources (compiled with NVRTC for the recorded H200; no GPU needed)."""
 import pytest
 
-from hgemm_course import chapter
-from hgemm_course.ladder import r07_tma, r09_wgmma, r10_warp_specialized as r10, r11_persistent as r11
+from hgemm_course.course import chapter
+from hgemm_course.library.ladder import r07_tma, r09_wgmma, r10_warp_specialized as r10, r11_persistent as r11
 from hgemm_course.sim import H200
 
 TILE, THREADS, STAGES, CTAS = "tile of C per CTA (BM x BN)", "threads per CTA", "ring stages (STAGES)", "CTAs per SM"

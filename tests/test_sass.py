@@ -1,12 +1,12 @@
-"""hgemm_course.sass: the main loop found in nvdisasm's listing, and what ptxas scheduled for the mma.sync rungs."""
+"""hgemm_course.measurement.sass: the main loop found in nvdisasm's listing, and what ptxas scheduled for the mma.sync rungs."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
 
-from hgemm_course import sass
-from hgemm_course.cli import main
+from hgemm_course.measurement import sass
+from hgemm_course.course.cli import main
 
 # nvdisasm -c's layout: a label line, then one instruction per line with its offset
 LISTING = """
@@ -38,9 +38,9 @@ def test_the_main_loop_is_the_backward_branch_densest_in_tensor_work():
 
 @pytest.fixture(scope="module")
 def schedules():
-    from hgemm_course.ladder import r04_mma_sync as r04
-    from hgemm_course.ladder import r05_swizzle as r05
-    from hgemm_course.ladder import r06_supertile as r06
+    from hgemm_course.library.ladder import r04_mma_sync as r04
+    from hgemm_course.library.ladder import r05_swizzle as r05
+    from hgemm_course.library.ladder import r06_supertile as r06
 
     wide, tall = (128, 256), (256, 128)
     at = lambda t, tile: replace(t, bm=tile[0], bn=tile[1])            # noqa: E731

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from hgemm_course.paths import results_dir
+from hgemm_course.library.paths import results_dir
 from hgemm_course.sim import banks
 from hgemm_course.sim.swizzle import TileLayout
 

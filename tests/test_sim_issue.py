@@ -135,12 +135,12 @@ def test_compare_with_measured_uses_the_measured_clock():
 def test_model_beside_the_recorded_h200_measurement():
     """Once `hgemm-course ceilings` has recorded the mma.sync bounds: model and measurement side by side.
     Every configuration but the one whose ldmatrix latency is exposed agrees within 5%."""
-    from hgemm_course.roofline import recorded_ceilings
+    from hgemm_course.measurement.roofline import recorded_ceilings
 
     recorded = recorded_ceilings() or {}
     if not recorded.get("mma_sync_bound"):
         pytest.skip("no recorded mma.sync bounds yet: run `hgemm-course ceilings` on the H200")
-    rows = compare_with_measured()
+    rows = compare_with_measured(recorded["mma_sync_bound"])
     print(f"\n{'warps':>5} {'tile':>6} {'feed':>9} {'measured':>9} {'model':>7} {'ratio':>6}  binds")
     for r in rows:
         print(f"{r['warps_per_sm']:>5} {r['warp_tile'][0]}x{r['warp_tile'][1]:<3} {r['feed']:>9} "

@@ -178,7 +178,7 @@ def test_persistent_ring_runs_on_across_tiles():
 
 
 def test_rung_rings_follow_the_launchers():
-    from hgemm_course.ladder import r07_tma, r09_wgmma, r10_warp_specialized
+    from hgemm_course.library.ladder import r07_tma, r09_wgmma, r10_warp_specialized
 
     assert rung_ring("07").stages == r07_tma.TILES.stages
     assert rung_ring("09").mma_time == 2 * 128 * 128 * 64 / 4096 and rung_ring("09").ctas == 2

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from hgemm_course.ladder import r11_persistent
+from hgemm_course.library.ladder import r11_persistent
 from hgemm_course.sim import waves
 from hgemm_course.sim.l2 import H200_SMS
 from hgemm_course.sim.waves import hybrid_split, predicted_efficiency, schedule, streamk_ranges

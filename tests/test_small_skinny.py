@@ -1,11 +1,11 @@
-"""Chapter 13's counts and tables (hgemm_course.small_skinny) and the vendor-sweep figure's data
+"""Chapter 13's counts and tables (hgemm_course.course.small_skinny) and the vendor-sweep figure's data
 (hgemm_course.viz.vendor_sweep), tested through the data, on the recorded H200 files and on made-up records."""
 import math
 
 import pytest
 
-from hgemm_course import plan as planning
-from hgemm_course import small_skinny as ss
+from hgemm_course.library import plan as planning
+from hgemm_course.course import small_skinny as ss
 from hgemm_course.viz import FIGURES, vendor_sweep_data, vendor_sweep_figure
 
 CUBLAS, CUBLASLT = "cuBLAS (cupy.matmul)", "cuBLASLt (torch.matmul)"
@@ -118,7 +118,7 @@ def test_trailing_rows_are_the_shapes_under_the_threshold_lowest_first():
 
 
 def test_time_or_show_prints_the_recorded_rows_without_a_gpu(capsys, monkeypatch):
-    from hgemm_course import target
+    from hgemm_course.library import target
 
     monkeypatch.setattr(target, "runnable", lambda: None)
     rows = ss.time_or_show([(256, 256, 65536), (16, 4096, 4096)], vendor_sweep_data())
@@ -128,7 +128,7 @@ def test_time_or_show_prints_the_recorded_rows_without_a_gpu(capsys, monkeypatch
 
 
 def test_kernel_tile_reads_the_course_templates_and_cublaslt_names():
-    from hgemm_course.small_skinny import kernel_tile
+    from hgemm_course.course.small_skinny import kernel_tile
 
     assert kernel_tile("void k11_persistent<128, 256, 64, 4, 1, 1, 1, 2, 40, 232>(const __half *)") == (128, 256)
     assert kernel_tile("k12_streamk<64, 128, 64, 8, 8, 2, 1, 1, 40, 232>") == (64, 128)
@@ -138,7 +138,7 @@ def test_kernel_tile_reads_the_course_templates_and_cublaslt_names():
 
 
 def test_each_family_of_the_apart_probe_names_its_fastest_launch():
-    from hgemm_course import small_skinny as ss
+    from hgemm_course.course import small_skinny as ss
 
     _, probe = ss.recorded_probe(ss.APART_PROBE)
     rows = ss.family_rows(probe)
@@ -153,7 +153,7 @@ def test_each_family_of_the_apart_probe_names_its_fastest_launch():
 
 
 def test_profile_pairs_set_each_kernels_tiles_and_cycles_side_by_side():
-    from hgemm_course import small_skinny as ss
+    from hgemm_course.course import small_skinny as ss
 
     rows = ss.profile_pairs(((1536, 1536, 1536), (3, 5, 7)))     # the second has no profile: left out
     assert [r["shape"] for r in rows] == [(1536, 1536, 1536)]
@@ -178,22 +178,22 @@ def _profile(rung, kernel, cycles, **counters):
 
 
 def test_profile_pairs_count_busy_sms_l2_requests_and_dram_and_set_their_ratios(tmp_path):
-    from hgemm_course import results
+    from hgemm_course.measurement import records
 
     ours = _profile("plan", "void k11_persistent<64, 128, 64, 8, 1, 1, 1, 1, 40, 232>(const __half *)", 40000,
                     sm_active_cycles=24000.0, sm_elapsed_cycles=40000.0, l2_read_requests=8e6,
                     l2_read_sectors=16e6, dram_peak_pct=30.0)
     theirs = _profile("cublaslt", "nvjet_sm90_hsh_64x96_64x10_4x1_v_bz_NNT", 20000, sm_active_cycles=18000.0,
                       sm_elapsed_cycles=20000.0, l2_read_requests=5e6, l2_read_sectors=15e6, dram_peak_pct=55.0)
-    results.write_run([ours], kind="profile", folder=tmp_path)
-    results.write_run([theirs], kind="profile", folder=tmp_path)
+    records.write_run([ours], kind="profile", folder=tmp_path)
+    records.write_run([theirs], kind="profile", folder=tmp_path)
     old = _profile("plan", "k11_persistent<64, 64, 64, 8, 1, 1, 1, 1, 40, 232>", 30000)      # recorded before the
     old["M"] = 16                                                                           # counters: no ratio
-    results.write_run([old, {**_profile("cublaslt", "nvjet_sm90_hsh_128x16_64x11_4x1_v_bz_NNT", 20000), "M": 16}],
+    records.write_run([old, {**_profile("cublaslt", "nvjet_sm90_hsh_128x16_64x11_4x1_v_bz_NNT", 20000), "M": 16}],
                       kind="profile", folder=tmp_path)
     from unittest import mock
 
-    with mock.patch("hgemm_course.profile.profiles_folder", return_value=tmp_path):
+    with mock.patch("hgemm_course.measurement.profile.profiles_folder", return_value=tmp_path):
         rows = ss.profile_pairs([(96, 5000, 3000), (16, 5000, 3000)])
     new, before = rows
     assert new["plan"]["sm_busy_pct"] == 60.0 and new["cublaslt"]["sm_busy_pct"] == 90.0
@@ -222,7 +222,7 @@ def test_cublaslt_tiles_read_from_its_names_account_for_the_grids_it_launched():
     CTA per SM where there are more tiles (a persistent kernel)."""
     import re
 
-    from hgemm_course.profile import recorded_profile
+    from hgemm_course.measurement.profile import recorded_profile
 
     seen = 0
     for M, N, K in ss.PROFILED:

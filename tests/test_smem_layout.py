@@ -10,9 +10,9 @@ import dataclasses
 
 import pytest
 
-from hgemm_course import tune
-from hgemm_course.build import CompileError, compile_cuda
-from hgemm_course.ladder import (
+from hgemm_course.measurement import tune
+from hgemm_course.library.build import CompileError, compile_cuda
+from hgemm_course.library.ladder import (
     r03_wmma,
     r04_mma_sync,
     r05_swizzle,

@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
-from hgemm_course import measure, shapes
-from hgemm_course.ladder import r12_streamk
-from hgemm_course.plan import (LARGE_B_SUPER_MARGIN, NARROW_TILE_SPEED, NARROW_TILE_UNALIGNED_SPEED, RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED,
+from hgemm_course.measurement import shapes
+from hgemm_course.measurement import commands as measure
+from hgemm_course.library.ladder import r12_streamk
+from hgemm_course.library.plan import (LARGE_B_SUPER_MARGIN, NARROW_TILE_SPEED, NARROW_TILE_UNALIGNED_SPEED, RUNG11_SUPERS, SMALL_TILE_MARGIN, SMALL_TILE_SPEED,
                                SMALL_TILE_SUPERS, SMALL_TILE_UNALIGNED_SPEED, narrow_tile_speed, plan, rung11_efficiency,
                                rung11_supers, small_tile_speed, super_margin)
 from hgemm_course.sim import waves
@@ -80,7 +81,7 @@ def test_a_grid_whose_clusters_cannot_all_be_resident_is_refused_before_it_hangs
 def test_the_owners_wait_is_bounded_and_the_main_loop_is_unchanged():
     """The fix-up's wait traps after MAX_FLAG_POLLS polls instead of spinning for ever (a cluster the occupancy API
     counted may be held off its SM by other work), outside the main loop: no spills, no stack."""
-    from hgemm_course.paths import KERNELS_DIR
+    from hgemm_course.library.paths import KERNELS_DIR
 
     source = (KERNELS_DIR / r12_streamk.SOURCE).read_text()
     assert "wait_for_partial_sums(&flags[from], epoch)" in source and "flag_wait_gpu(" not in source
@@ -113,7 +114,7 @@ def test_tiles_per_cluster_counts_what_each_cluster_walks(M, N, super_mn, cluste
     """The one-pass count the plan uses against its slow twin, the walk of every CTA (cta_tiles)."""
     from dataclasses import replace
 
-    from hgemm_course.ladder.r11_persistent import TILES, cta_tiles, tiles_per_cluster
+    from hgemm_course.library.ladder.r11_persistent import TILES, cta_tiles, tiles_per_cluster
 
     tiles = replace(TILES, bn=tiles_n, bm=128)
     for clusters in (66, 132 // cluster_m, 7):
@@ -171,7 +172,7 @@ def test_the_small_tiles_take_the_super_tile_whose_walk_is_busiest(shape, super_
     some CTAs get 4 tiles and most 3; row-major (1x1) hands out 391 tiles in 3 waves without a gap."""
     from dataclasses import replace
 
-    from hgemm_course.ladder.r11_persistent import SUPER, TILES
+    from hgemm_course.library.ladder.r11_persistent import SUPER, TILES
 
     p = plan(*shape, units=66)
     assert p.rung == "11" and p.options_text()["tiles"] == "128x128"
@@ -201,8 +202,8 @@ def test_rows_off_128_byte_boundaries_split_tmas_l2_requests():
     """The recorded Nsight Compute counts behind small_tile_speed: aligned rows, whole 128-byte lines per L2
     request; rows off the boundaries, more requests carrying fewer sectors, and the small tiles (no clusters)
     slowed by far more than the big ones."""
-    from hgemm_course.ncu import read_raw
-    from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.measurement.ncu import read_raw
+    from hgemm_course.library.paths import REPO_ROOT
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel")
@@ -224,8 +225,8 @@ def test_rows_off_128_byte_boundaries_split_tmas_l2_requests():
 def _probe_timings(*names: str) -> dict[tuple, dict[str, list[float]]]:
     """% of cuBLAS per shape and launch over the named tile probes: the probe's variants by their names, the plan's
     timings by the launch it ran then (plan_tables.probe_timings)."""
-    from hgemm_course.paths import REPO_ROOT
-    from hgemm_course.plan_tables import probe_timings
+    from hgemm_course.library.paths import REPO_ROOT
+    from hgemm_course.course.plan_tables import probe_timings
 
     if REPO_ROOT is None:
         pytest.skip("installed from a wheel")
@@ -234,7 +235,7 @@ def _probe_timings(*names: str) -> dict[tuple, dict[str, list[float]]]:
 
 def _probe_name(p) -> str:
     """The tile probe's name for the launch a plan runs (research/tile_probe.py's VARIANTS)."""
-    from hgemm_course.plan_tables import probe_variant
+    from hgemm_course.course.plan_tables import probe_variant
 
     return probe_variant(p.rung, p.options_text())
 
@@ -242,7 +243,7 @@ def _probe_name(p) -> str:
 def _chosen_timings(p, by_launch: dict[str, list[float]]) -> list[float]:
     """The timings of the launch plan ``p`` runs: the probe's variant of that name and the probe's "plan" runs
     that ran it."""
-    from hgemm_course.plan_tables import launch_text
+    from hgemm_course.course.plan_tables import launch_text
 
     return by_launch.get(_probe_name(p), []) + by_launch.get(launch_text(p), [])
 
@@ -354,7 +355,7 @@ def test_rung11_runs_one_wave_without_clusters_or_gaps(shape, options):
 def test_rung11_takes_the_first_super_tile_whose_walk_is_busiest(shape, super_mn):
     """Past one wave the plan gives rung 11 another super tile only where rung 06's 16x2 leaves launch
     positions empty, and then its busiest cluster walks fewer tiles."""
-    from hgemm_course.ladder.r11_persistent import SUPER, cta_tiles
+    from hgemm_course.library.ladder.r11_persistent import SUPER, cta_tiles
 
     p = plan(*shape, units=66)
     assert p.rung == "11" and p.options == ({"super_mn": super_mn} if super_mn else {})
@@ -434,7 +435,7 @@ def test_the_shorter_super_tiles_the_plan_takes_were_not_slower_on_the_h200():
 
 def test_one_wave_of_rung11_gives_every_cta_at_most_one_tile():
     """At 1024 x 4096 x 2048 rung 06's 16-row super tiles on 8 tile rows hand some CTAs two tiles."""
-    from hgemm_course.ladder.r11_persistent import cta_tiles
+    from hgemm_course.library.ladder.r11_persistent import cta_tiles
 
     walks = [cta_tiles(b, 132, 1024, 4096, cluster_m=1) for b in range(132)]
     assert max(map(len, walks)) == 2
@@ -450,7 +451,7 @@ def test_plan_agrees_with_the_recorded_sweep():
     one run (results/bench_nvidia-h200_20261201T152514_fc8572.json, rung 11 and gemm()'s plan)."""
     from statistics import median
 
-    from hgemm_course.results import load_records
+    from hgemm_course.measurement.records import load_records
     from hgemm_course.sim.waves import DP_MARGIN
     from hgemm_course.viz import shape_sweep_data
 
@@ -474,7 +475,7 @@ def test_plan_agrees_with_the_recorded_sweep():
 def test_plan_command_prints_the_choice_and_why(tmp_path):
     shapes_file = tmp_path / "shapes.txt"
     shapes_file.write_text("# two shapes\n3072\n4096x4096x4096  # square\n")
-    out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "plan", str(shapes_file), "2304x4608x8192"],
+    out = subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "plan", str(shapes_file), "2304x4608x8192"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if not line.startswith(" ")]
@@ -491,13 +492,13 @@ def test_shapes_files_are_read_with_comments_and_bad_lines_named(tmp_path):
     bad.write_text("4096\n40x96x\n")
     with pytest.raises(Exception, match="bad.txt:2"):
         shapes.parse_shapes(str(bad))
-    out = subprocess.run([sys.executable, "-m", "hgemm_course.cli", "bench", "11", "--shapes", str(tmp_path / "none")],
+    out = subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "bench", "11", "--shapes", str(tmp_path / "none")],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "no such file" in out.stderr
 
 
 def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
-    from hgemm_course.paths import REPO_ROOT
+    from hgemm_course.library.paths import REPO_ROOT
     from hgemm_course.viz.sweep import course_sweep_shapes
 
     if REPO_ROOT is None:
@@ -526,7 +527,7 @@ def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
 def test_rung12_verifies_for_every_split(shape, sk_waves):
     import cupy
 
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     a, b, seed = harness.random_inputs(*shape, xp=cupy)
     c = cupy.full((shape[0], shape[1]), cupy.nan, dtype=cupy.float16)
@@ -553,8 +554,8 @@ def test_the_plans_launches_verify(shape, expected):
     FP32 reference); the shape's expected launch is checked first, so a changed plan fails here, not silently."""
     import cupy
 
-    from hgemm_course import harness
-    from hgemm_course.plan import _launch_planned
+    from hgemm_course.measurement import harness
+    from hgemm_course.library.plan import _launch_planned
 
     p = plan(*shape)
     rung, options = expected
@@ -571,7 +572,7 @@ def test_rung12_is_bit_identical_from_launch_to_launch():
     race between flag and data would show as a launch that differs."""
     import cupy
 
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     a, b, _ = harness.random_inputs(2048, 2048, 16384, xp=cupy)
     first = cupy.empty((2048, 2048), cupy.float16)
@@ -586,7 +587,7 @@ def test_rung12_is_bit_identical_from_launch_to_launch():
 def test_paired_timing_alternates_and_reads_the_clock():
     import cupy
 
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     a, b, _ = harness.random_inputs(1024, 1024, 1024, xp=cupy)
     sets = [(a, b, cupy.empty((1024, 1024), cupy.float16))]
@@ -604,7 +605,7 @@ def test_paired_timing_alternates_and_reads_the_clock():
 def test_paired_timing_warms_every_input_set_before_it_times():
     import cupy
 
-    from hgemm_course import harness
+    from hgemm_course.measurement import harness
 
     sets = []
     for _ in range(3):
@@ -618,14 +619,14 @@ def test_paired_timing_warms_every_input_set_before_it_times():
 
 
 def test_the_warm_up_reaches_every_input_set():
-    from hgemm_course.harness import warmup_launches
+    from hgemm_course.measurement.harness import warmup_launches
 
     assert warmup_launches(5, [()] * 32) == 32
     assert warmup_launches(5, [()] * 2) == 5
 
 
 def test_a_clock_reading_is_kept_only_while_its_launch_runs():
-    from hgemm_course.harness import ClockReading, _read_during
+    from hgemm_course.measurement.harness import ClockReading, _read_during
 
     class Event:
         def __init__(self, done):
@@ -639,7 +640,7 @@ def test_a_clock_reading_is_kept_only_while_its_launch_runs():
 
 def test_bench_plan_times_what_gemm_runs(monkeypatch):
     """``bench plan`` times gemm(a, b, out=c) itself, so its time and host cost per call are a user's call's."""
-    from hgemm_course import api
+    from hgemm_course.library import api
 
     (rung,) = measure.checked_rungs(["plan"], [(2048, 2048, 2048)])
     assert rung.id == "plan" and rung.backend == "nvrtc"
@@ -654,8 +655,8 @@ def test_bench_plan_times_what_gemm_runs(monkeypatch):
 
 def test_rung11_and_12_grids_are_kept_per_gpu(monkeypatch):
     """Two GPUs of one host may fit different numbers of clusters: each grid is worked out per GPU, not reused."""
-    from hgemm_course import device
-    from hgemm_course.ladder import r11_persistent
+    from hgemm_course.library import device
+    from hgemm_course.library.ladder import r11_persistent
 
     fits = {0: 120, 1: 100}
     gpu = {"id": 0}

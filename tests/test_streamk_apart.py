@@ -153,8 +153,8 @@ def test_split_apart_is_right_on_tails_and_when_launched_again(M, N, K, bm, bn, 
 
     import cupy
 
-    from hgemm_course import harness
-    from hgemm_course.ladder import r12_streamk as r12
+    from hgemm_course.measurement import harness
+    from hgemm_course.library.ladder import r12_streamk as r12
 
     a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
@@ -177,8 +177,8 @@ def test_a_kept_launch_follows_its_workspace_when_another_launch_grows_it():
 
     import cupy
 
-    from hgemm_course import harness
-    from hgemm_course.ladder import r12_streamk as r12
+    from hgemm_course.measurement import harness
+    from hgemm_course.library.ladder import r12_streamk as r12
 
     small_tiles, big_tiles = replace(r12.TILES, bm=64, bn=64, stages=8), replace(r12.TILES, bm=128, bn=128, stages=6)
     key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)

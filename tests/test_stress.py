@@ -14,7 +14,7 @@ WORKERS = 8
 
 WRITE_RUNS = textwrap.dedent("""
     import sys, time, warnings
-    from hgemm_course.results import load_runs, write_run
+    from hgemm_course.measurement.records import load_runs, write_run
 
     folder, start, writes = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
     record = {"rung": "05", "M": 4096, "N": 4096, "K": 4096, "tflops": 1.0, "cublas_tflops": 2.0,
@@ -33,7 +33,7 @@ WRITE_RUNS = textwrap.dedent("""
 LOAD_CUBINS = textwrap.dedent("""
     import hashlib, sys, time, types
     from pathlib import Path
-    from hgemm_course import build
+    from hgemm_course.library import build
 
     class LoadedCubin:                      # stands in for cupy.RawModule: reads the file as the driver would
         def __init__(self, path):

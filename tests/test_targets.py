@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from conftest import FAKE_GPUS
-from hgemm_course import NoGPUError, api, device, harness, target
-from hgemm_course.cli import main
-from hgemm_course.ladder import get, registry
-from hgemm_course.target import KNOWN, RECORDED, features_of, lowest_arch, named
+from hgemm_course import NoGPUError
+from hgemm_course.library import api, device, target
+from hgemm_course.measurement import harness
+from hgemm_course.course.cli import main
+from hgemm_course.library.ladder import get, registry
+from hgemm_course.library.target import KNOWN, RECORDED, features_of, lowest_arch, named
 
 # What each runs past the Numba rungs 01-02 (by the features the rungs declare).
 RUNS = {"A100": ["03", "04", "05", "06"], "RTX 4090": ["03", "04", "05", "06"],
@@ -275,7 +277,7 @@ def test_as_runs_a_rung_only_where_the_gpu_here_has_its_features(fake_gpu, capsy
 
 
 def test_the_ceilings_fill_each_targets_sm_and_refuse_one_without_mma_sync():
-    from hgemm_course import ceilings
+    from hgemm_course.measurement import ceilings
 
     assert ceilings.fma_ctas_per_sm(named("sm_89")) == 1 and ceilings.fma_ctas_per_sm(RECORDED) == 2
     module = ceilings.compile_ceilings(named("sm_89"))
@@ -323,14 +325,14 @@ def test_tour_on_a_gpu_without_hopper_times_what_it_runs_and_shows_the_rest_reco
 
 def test_results_show_the_learners_own_runs_beside_the_recorded_ones(tmp_path, monkeypatch, capsys):
     """A run in ./hgemm-results/ on another GPU is listed after the recorded H200 runs, labelled with its GPU."""
-    from hgemm_course import results
+    from hgemm_course.measurement import records
 
     record = {"rung": "05", "M": 4096, "N": 4096, "K": 4096, "ms": 1.0, "tflops": 137.4, "cublas_ms": 0.97,
               "cublas_tflops": 141.7, "pct_cublas": 97.0, "samples_ms": [1.0] * 20, "paired": True}
-    monkeypatch.setattr(results, "provenance", lambda extra=None: {"date": "2026-12-02T00:00:00+00:00",
+    monkeypatch.setattr(records, "provenance", lambda extra=None: {"date": "2026-12-02T00:00:00+00:00",
                                                                    "gpu": "NVIDIA GeForce RTX 4090", "arch": "sm_89"})
     monkeypatch.chdir(tmp_path)
-    results.write_run([record], folder=tmp_path / "hgemm-results")
+    records.write_run([record], folder=tmp_path / "hgemm-results")
     assert main(["results"]) == 0
     out = capsys.readouterr().out
     recorded, own = out.split("\nYour runs on the NVIDIA GeForce RTX 4090 (")
@@ -338,8 +340,8 @@ def test_results_show_the_learners_own_runs_beside_the_recorded_ones(tmp_path, m
 
 
 def test_readmes_table_of_what_runs_where_is_the_one_the_rungs_give():
-    from hgemm_course.paths import REPO_ROOT
-    from hgemm_course.support import TARGETS_BEGIN, TARGETS_END, targets_markdown
+    from hgemm_course.library.paths import REPO_ROOT
+    from hgemm_course.course.target_report import TARGETS_BEGIN, TARGETS_END, targets_markdown
 
     readme = (REPO_ROOT / "README.md").read_text()
     table = readme[readme.index(TARGETS_BEGIN) + len(TARGETS_BEGIN):readme.index(TARGETS_END)].strip()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hgemm_course.tensormap import TENSOR_MAP_DTYPE, TileMap2D, check, for_matrix
+from hgemm_course.library.tensormap import TENSOR_MAP_DTYPE, TileMap2D, check, for_matrix
 
 
 def good(**change) -> TileMap2D:
@@ -80,7 +80,7 @@ def test_the_map_is_a_128_byte_scalar():
 
 
 def test_odd_row_stride_of_an_aligned_width_names_the_stride_fix():
-    from hgemm_course.tensormap import TileMap2D, check
+    from hgemm_course.library.tensormap import TileMap2D, check
 
     with pytest.raises(ValueError, match="use a row stride of 2016 bytes"):
         check(TileMap2D(address=0, rows=64, cols=1000, row_stride=2008, box_rows=64, box_cols=64))
@@ -90,7 +90,7 @@ def test_tensor_maps_are_the_operand_boxes_of_the_tma_rungs(monkeypatch):
     """A in (bm, bk) boxes, B in (bk, 64) boxes (one 128-byte swizzled panel); encoded once per buffer and shape."""
     from types import SimpleNamespace
 
-    from hgemm_course import tensormap
+    from hgemm_course.library import tensormap
 
     encoded = []
     monkeypatch.setattr(tensormap, "encode", lambda m: encoded.append(m) or m)

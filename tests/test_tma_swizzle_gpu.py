@@ -8,8 +8,9 @@ chunk must sit where the simulator's formula puts it. The compile check needs no
 import numpy as np
 import pytest
 
-from hgemm_course import sim, tensormap
-from hgemm_course.build import compile_cuda
+from hgemm_course import sim
+from hgemm_course.library import tensormap
+from hgemm_course.library.build import compile_cuda
 
 ROWS = COLS = 64
 BOX_BYTES_MAX = 64 * 128

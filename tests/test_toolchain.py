@@ -1,8 +1,8 @@
 """toolchain: the driver's CUDA against the installed wheels', and the one command that fixes a mismatch."""
 import pytest
 
-from hgemm_course import toolchain
-from hgemm_course.toolchain import advice, cupy_package, driver_cuda, wheels_cuda_major
+from hgemm_course.library import toolchain
+from hgemm_course.library.toolchain import advice, cupy_package, driver_cuda, wheels_cuda_major
 
 CU13 = {"cupy-cuda13x": "14.2.0", "nvidia-cuda-nvrtc": "13.5.37", "cuda-bindings": "13.5.0"}
 CU12 = {"cupy-cuda12x": "14.2.0", "nvidia-cuda-nvrtc-cu12": "12.9.86", "cuda-bindings": "12.9.10"}
@@ -68,7 +68,7 @@ def test_every_advice_is_one_sentence():
 
 
 def test_doctor_names_the_fix_for_this_machines_driver(monkeypatch):
-    import hgemm_course.device as device
+    import hgemm_course.library.device as device
 
     monkeypatch.setattr(device, "probe_gpu", lambda: (None, "no GPU", "12.4"))
     monkeypatch.setattr(toolchain, "installed_versions", lambda names=toolchain.WHEELS: dict(CU13))

@@ -8,13 +8,13 @@ import sys
 import pytest
 
 from conftest import HAS_GPU
-from hgemm_course.tour import NEXT_STEPS
+from hgemm_course.course.tour import NEXT_STEPS
 
 
 def _tour(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["TMPDIR"] = str(tmp_path / "tmp")                       # the cubin cache, shared by both runs
-    return subprocess.run([sys.executable, "-m", "hgemm_course.cli", "tour"], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hgemm_course.course.cli", "tour"], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=600)
 
 

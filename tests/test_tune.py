@@ -1,4 +1,4 @@
-"""`hgemm-course tune` (hgemm_course/tune.py): every tensor-core rung declares its sweep (``TUNABLE`` in its
+"""`hgemm-course tune` (hgemm_course/measurement/tune.py): every tensor-core rung declares its sweep (``TUNABLE`` in its
 module) and tune.py names no rung; a sweep is the product of the declared axes; a configuration is built
 through the rung's own ``kernel()`` and skipped, before anything compiles, with the sentence of its refusal
 (the rung's tile rules and its shared-memory count, ``smem_bytes``, against 227 KiB); the figure of merit
@@ -15,16 +15,16 @@ import re
 
 import pytest
 
-from hgemm_course import tune
-from hgemm_course.cli import main
-from hgemm_course.device import has_gpu
-from hgemm_course.ladder import r10_warp_specialized, r11_persistent, registry
-from hgemm_course.ladder.nvrtc_kernel import MmaTiles
-from hgemm_course.target import RECORDED
-from hgemm_course.ladder.r09_wgmma import WgmmaTiles
-from hgemm_course.ladder.r10_warp_specialized import WarpSpecializedTiles
-from hgemm_course.results import load_runs
-from hgemm_course.tune import TuneConfig
+from hgemm_course.measurement import tune
+from hgemm_course.course.cli import main
+from hgemm_course.library.device import has_gpu
+from hgemm_course.library.ladder import r10_warp_specialized, r11_persistent, registry
+from hgemm_course.library.ladder.nvrtc_kernel import MmaTiles
+from hgemm_course.library.target import RECORDED
+from hgemm_course.library.ladder.r09_wgmma import WgmmaTiles
+from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
+from hgemm_course.measurement.records import load_runs
+from hgemm_course.measurement.tune import TuneConfig
 
 SMEM_PER_CTA_OPTIN = RECORDED.smem_per_block
 
@@ -34,7 +34,7 @@ TENSOR_CORE_RUNGS = [r.id for r in registry().values() if r.backend == "nvrtc"]
 
 def module(rung_id: str):
     rung = registry()[rung_id]
-    return importlib.import_module(f"hgemm_course.ladder.r{rung.id}_{rung.slug}")
+    return importlib.import_module(f"hgemm_course.library.ladder.r{rung.id}_{rung.slug}")
 
 
 def smem_bytes(rung_id: str, cfg: TuneConfig) -> int:
@@ -519,7 +519,7 @@ def test_cli_tune_without_gpu_fails_and_writes_nothing(tmp_path, capsys):
 
 def _latest_rung_11_tuning():
     """The tuning run rung 11's geometry cites (later sweeps of a few settings at one size choose nothing)."""
-    from hgemm_course import geometry
+    from hgemm_course.library import geometry
 
     cited = [geometry.of("11").source]
     runs = [(p, d) for p, d in load_runs(kind="tune") if d["provenance"].get("rung") == "11" and p.name in cited]
@@ -599,8 +599,8 @@ def test_run_times_configurations_against_cublas(rung_id, configs):
 
 
 def test_recorded_tile_comparison_sets_rungs_side_by_side_at_one_tile(tmp_path):
-    from hgemm_course.results import write_run
-    from hgemm_course.tune import recorded_tile_comparison
+    from hgemm_course.measurement.records import write_run
+    from hgemm_course.measurement.tune import recorded_tile_comparison
 
     def rec(rung, bm, bn, n, pct, paired=True):
         return {"rung": rung, "M": n, "N": n, "K": n, "pct_cublas": pct, "paired": paired, "label": f"{bm}x{bn} s4",

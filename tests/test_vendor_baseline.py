@@ -13,8 +13,8 @@ import types
 
 import pytest
 
-from hgemm_course import harness, results
-from hgemm_course.harness import CUBLAS_NAME, CUBLASLT_NAME, PairedTiming, VendorChoice
+from hgemm_course.measurement import harness, records
+from hgemm_course.measurement.harness import CUBLAS_NAME, CUBLASLT_NAME, PairedTiming, VendorChoice
 
 PAIRS = 20
 
@@ -33,7 +33,7 @@ def fake_rung(a, b, c):
 
 def rung05():
     """Rung 05 with the fake launch."""
-    from hgemm_course.ladder import get
+    from hgemm_course.library.ladder import get
 
     return dataclasses.replace(get("05"), launch=fake_rung)
 
@@ -84,7 +84,7 @@ def test_bench_pairs_each_shape_with_the_faster_vendor_and_names_it(fake_bench):
                           (fake_cupy_matmul, fake_torch_matmul), (fake_rung, fake_cupy_matmul)]
     assert all(r.host_us == 12.0 and r.vendors_host_us == {CUBLAS_NAME: 30.0, CUBLASLT_NAME: 20.0} for r in records)
     assert all(r.vendor_host_us == r.vendors_host_us[r.vendor] for r in records)
-    assert results.record_problem(json.loads(json.dumps(by_n[1024].as_dict()))) is None
+    assert records.record_problem(json.loads(json.dumps(by_n[1024].as_dict()))) is None
 
 
 def test_bench_takes_the_baselines_it_is_given_without_timing_the_vendors(fake_bench):
@@ -131,20 +131,20 @@ def test_baseline_name_of_old_and_new_records():
 @pytest.mark.parametrize("kind", ["bench", "tune"])
 def test_old_and_new_records_validate(kind):
     extra = {"label": "128x256 s4", "config": {"bm": 128}} if kind == "tune" else {}
-    assert results.record_problem({**OLD, **extra}, kind) is None
-    assert results.record_problem({**NEW, **extra}, kind) is None
-    assert results.record_problem({**NEW, "vendor_ms": None, "host_us": None, "vendor_host_us": None}, kind) is None
-    assert "vendor" in results.record_problem({**NEW, "vendor": 3}, kind)
-    assert "vendor_ms" in results.record_problem({**NEW, "vendor_ms": {CUBLAS_NAME: "fast"}}, kind)
-    assert "host_us" in results.record_problem({**NEW, "host_us": "12"}, kind)
-    assert results.record_problem({**NEW, "vendors_host_us": {CUBLAS_NAME: 31.0, CUBLASLT_NAME: 24.0}}, kind) is None
-    assert "vendors_host_us" in results.record_problem({**NEW, "vendors_host_us": {CUBLAS_NAME: -1.0}}, kind)
+    assert records.record_problem({**OLD, **extra}, kind) is None
+    assert records.record_problem({**NEW, **extra}, kind) is None
+    assert records.record_problem({**NEW, "vendor_ms": None, "host_us": None, "vendor_host_us": None}, kind) is None
+    assert "vendor" in records.record_problem({**NEW, "vendor": 3}, kind)
+    assert "vendor_ms" in records.record_problem({**NEW, "vendor_ms": {CUBLAS_NAME: "fast"}}, kind)
+    assert "host_us" in records.record_problem({**NEW, "host_us": "12"}, kind)
+    assert records.record_problem({**NEW, "vendors_host_us": {CUBLAS_NAME: 31.0, CUBLASLT_NAME: 24.0}}, kind) is None
+    assert "vendors_host_us" in records.record_problem({**NEW, "vendors_host_us": {CUBLAS_NAME: -1.0}}, kind)
 
 
 def test_load_records_carries_the_baseline(tmp_path, monkeypatch):
-    monkeypatch.setattr(results, "provenance", lambda extra=None: {"date": "2026-12-02T00:00:00+00:00", "gpu": "H200"})
-    results.write_run([OLD, {**NEW, "M": 8192, "N": 8192, "K": 8192}], folder=tmp_path)
-    rows = {r["M"]: r for r in results.load_records(tmp_path)}
+    monkeypatch.setattr(records, "provenance", lambda extra=None: {"date": "2026-12-02T00:00:00+00:00", "gpu": "H200"})
+    records.write_run([OLD, {**NEW, "M": 8192, "N": 8192, "K": 8192}], folder=tmp_path)
+    rows = {r["M"]: r for r in records.load_records(tmp_path)}
     assert rows[4096]["vendor"] == CUBLAS_NAME and rows[4096]["host_us"] is None
     assert rows[8192]["vendor"] == CUBLASLT_NAME and rows[8192]["vendor_host_us"] == 25.0
     assert rows[8192]["vendor_ms"] == NEW["vendor_ms"]
@@ -180,8 +180,8 @@ def test_torch_installed_reads_a_blocked_import_as_absent(monkeypatch):
 # ---------------------------------------------------------------- PyTorch stays optional
 
 def test_importing_the_package_never_imports_torch():
-    code = ("import sys, hgemm_course, hgemm_course.harness, hgemm_course.results, hgemm_course.tune, "
-            "hgemm_course.cli; print('torch' in sys.modules)")
+    code = ("import sys, hgemm_course, hgemm_course.measurement.harness, hgemm_course.measurement.records, hgemm_course.measurement.tune, "
+            "hgemm_course.course.cli; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from hgemm_course.vendor_gap import CUBLAS, CUBLASLT, format_vendor_gap, vendor_gap
+from hgemm_course.measurement.vendor_gap import CUBLAS, CUBLASLT, format_vendor_gap, vendor_gap
 
 METHOD = Path(__file__).resolve().parent.parent / "docs" / "method.md"
 
@@ -32,7 +32,7 @@ def test_no_timing_of_both_is_an_error_that_names_the_command():
 
 def test_method_quotes_the_recorded_gap():
     page = " ".join(METHOD.read_text().split())
-    assert format_vendor_gap(vendor_gap()) in page, "write python -m hgemm_course.vendor_gap's sentence into method.md"
+    assert format_vendor_gap(vendor_gap()) in page, "write python -m hgemm_course.measurement.vendor_gap's sentence into method.md"
 
 
 def test_the_records_read_as_method_says():

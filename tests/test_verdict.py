@@ -2,7 +2,8 @@
 a chapter's text points to must not flip."""
 import pytest
 
-from hgemm_course import chapter, verdict
+from hgemm_course.course import chapter
+from hgemm_course.measurement import verdict
 
 
 def test_two_medians_within_the_spread_are_level():
@@ -71,8 +72,8 @@ def test_the_old_l2_promotion_run_says_it_has_no_spread_to_judge_by(capsys):
 def test_chapter_08s_variants_read_as_its_text_reads_them():
     """The newest recorded limits run: two CTAs per SM take fewer cycles than the default, 3 stages are level with
     4, 2 stages and halving BN take more (chapter 08's text)."""
-    from hgemm_course import limits
-    from hgemm_course.results import load_runs
+    from hgemm_course.measurement import limits
+    from hgemm_course.measurement.records import load_runs
 
     _, data = load_runs(kind="limits")[-1]
     run = data["records"][0]

@@ -248,7 +248,7 @@ def test_shape_sweep_adds_the_newest_later_run_of_the_plan_over_every_sweep_shap
 
 
 def test_clocks_are_each_launchs_profiled_cycles_over_its_time(tmp_path):
-    from hgemm_course.results import write_run
+    from hgemm_course.measurement.records import write_run
     from hgemm_course.viz import clocks_data
 
     bench = {"rung": "07", "M": 512, "N": 512, "K": 512, "ms": 2.0, "cublas_ms": 1.0, "tflops": 0.13,

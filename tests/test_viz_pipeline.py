@@ -3,8 +3,8 @@ import io
 
 import pytest
 
-from hgemm_course.cli import main
-from hgemm_course.profile import recorded_profile
+from hgemm_course.course.cli import main
+from hgemm_course.measurement.profile import recorded_profile
 from hgemm_course.viz import FIGURES, pipeline_data, pipeline_figure
 
 

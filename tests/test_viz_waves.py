@@ -4,7 +4,7 @@ import re
 import pytest
 
 from hgemm_course import viz
-from hgemm_course.cli import main
+from hgemm_course.course.cli import main
 
 
 def test_3072_cubed_has_a_partial_last_wave_that_the_split_schedules_fill():
@@ -44,8 +44,8 @@ def test_the_walk_shows_the_positions_a_super_tile_leaves_empty():
     so some CTAs walk 4 tiles; row-major (1x1) hands out 391 tiles in three waves without a gap."""
     from dataclasses import replace
 
-    from hgemm_course.ladder.r11_persistent import TILES
-    from hgemm_course.plan import rung11_efficiency
+    from hgemm_course.library.ladder.r11_persistent import TILES
+    from hgemm_course.library.plan import rung11_efficiency
 
     data = viz.walk_data()
     assert data["tiles"] == 17 * 23 and data["positions"] == {(16, 2): 32 * 24, (1, 1): 17 * 23}

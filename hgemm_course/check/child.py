@@ -381,7 +381,8 @@ def prepare(draw: bool) -> None:
     process loads no cache file learner code could have written (:func:`hgemm_course.sim.cache.seal`)."""
     import pkgutil
 
-    from .. import ladder, sim
+    from .. import sim
+    from ..library import ladder
     from ..sim import cache
 
     importlib.import_module("numpy")

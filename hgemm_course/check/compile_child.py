@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    from hgemm_course.build import CompileError, compile_cuda
+    from hgemm_course.library.build import CompileError, compile_cuda
 
     request, out = json.loads(argv[0]), Path(argv[1])
     try:

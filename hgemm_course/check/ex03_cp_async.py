@@ -246,7 +246,7 @@ def _play(lines: list[list[str]], tiles, shown: str, ring_type) -> None:
 
 
 def structural(compiled: Compiled) -> str:
-    from ..ladder.r03_wmma import tiles_for
+    from ..library.ladder.r03_wmma import tiles_for
 
     shown = display_path(compiled.path)
     return check_bookkeeping(compiled, tiles_for(compiled.target), shown)

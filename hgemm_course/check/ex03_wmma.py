@@ -42,8 +42,8 @@ def load_strides(ptx: str) -> dict[str, Counter]:
 
 def _reference(compiled: Compiled) -> tuple[Counter, dict[str, Counter]]:
     """The rung's own kernel compiled as the learner's was: its opcode counts and load strides."""
-    from ..build import compile_cuda
-    from ..ladder import get
+    from ..library.build import compile_cuda
+    from ..library.ladder import get
 
     module = compile_cuda(get("03").source, name_expressions=compiled.name_expressions, arch=compiled.arch)
     ptx = entry_ptx(module.ptx, module.lowered[compiled.name_expressions[0]])
@@ -51,7 +51,7 @@ def _reference(compiled: Compiled) -> tuple[Counter, dict[str, Counter]]:
 
 
 def structural(compiled: Compiled) -> str:
-    from ..ladder.r03_wmma import PAD, tiles_for
+    from ..library.ladder.r03_wmma import PAD, tiles_for
 
     tiles = tiles_for(compiled.target)
     shown = display_path(compiled.path)
@@ -89,7 +89,7 @@ def structural(compiled: Compiled) -> str:
 # ------------------------------------------------------------------ the region on the CPU: the fragment model
 
 def _program(compiled: Compiled, tiles, shown: str, warps: list[int]) -> str:
-    from ..ladder.r03_wmma import PAD
+    from ..library.ladder.r03_wmma import PAD
 
     ((region, first),) = compiled.regions()
     return host_model.PRELUDE + f"""#include <cstdint>
@@ -173,7 +173,7 @@ def _warps(tiles) -> list[int]:
 def fragment_model(compiled: Compiled, tiles, shown: str) -> str:
     """Play the learner's region through the fragment model; a Failure at the first accumulator that ends
     up with other products than the kernel's, else the note for the pass."""
-    from ..ladder.r03_wmma import PAD
+    from ..library.ladder.r03_wmma import PAD
 
     if len(compiled.regions()) != 1:
         return "the host model could not find your region; the GPU run decides"

@@ -442,15 +442,15 @@ def _explain_sums(i: int, j: int, expected: Counter, got: Counter, k_tiles: int,
 # ------------------------------------------------------------------------------------------- 3. the counts
 
 def _reference(compiled: Compiled) -> Counter:
-    from ..build import compile_cuda
-    from ..ladder import get
+    from ..library.build import compile_cuda
+    from ..library.ladder import get
 
     module = compile_cuda(get("04").source, name_expressions=compiled.name_expressions, arch=compiled.arch)
     return opcode_counts(entry_ptx(module.ptx, module.lowered[compiled.name_expressions[0]]))
 
 
 def structural(compiled: Compiled) -> str:
-    from ..ladder.r04_mma_sync import tiles_for
+    from ..library.ladder.r04_mma_sync import tiles_for
 
     shown = display_path(compiled.path)
     tiles = tiles_for(compiled.target)

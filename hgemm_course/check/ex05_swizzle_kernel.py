@@ -28,7 +28,7 @@ EXTRA_ROWS = 64
 
 def _tiles(compiled: Compiled):
     """Rung 05's tiles as sized for the target the kernel is checked on."""
-    from ..ladder.r05_swizzle import tiles_for
+    from ..library.ladder.r05_swizzle import tiles_for
 
     return tiles_for(compiled.target)
 

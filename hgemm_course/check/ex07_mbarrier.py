@@ -536,7 +536,7 @@ def format_events(events: list[dict], last: int | None = None, *, widths: tuple[
 
 def _ring_shape(compiled: Compiled) -> tuple[int, int]:
     """The stages and warps of rung 07's ring as sized for the target the kernel is checked on."""
-    from ..ladder.r07_tma import tiles_for
+    from ..library.ladder.r07_tma import tiles_for
 
     tiles = tiles_for(compiled.target)
     return tiles.stages, tiles.warps

@@ -1,5 +1,5 @@
 """Checker for ex09_wgmma_desc: the 64-bit wgmma shared-memory matrix descriptor, against rung 09's
-own encoder and decoder (``hgemm_course.ladder.r09_wgmma.smem_descriptor_128b`` and
+own encoder and decoder (``hgemm_course.library.ladder.r09_wgmma.smem_descriptor_128b`` and
 ``descriptor_fields``, the host twin of ``wgmma_desc_128b`` in ptx_snippets/wgmma.cuh).
 
 Rung 09's encoder writes the 128B swizzle mode its kernel uses; for the other modes the reference
@@ -27,7 +27,7 @@ ARGUMENT_OF = {"start": "smem_addr", "lbo": "leading_byte_offset", "sbo": "strid
 
 
 def _r09():
-    from ..ladder import r09_wgmma
+    from ..library.ladder import r09_wgmma
     return r09_wgmma
 
 

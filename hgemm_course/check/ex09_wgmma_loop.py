@@ -21,7 +21,7 @@ SLICES = 4               # k-slices the model multiplies
 
 
 def _tiles():
-    from ..ladder.r09_wgmma import TILES
+    from ..library.ladder.r09_wgmma import TILES
 
     return TILES
 
@@ -70,14 +70,14 @@ int main() {{
 
 
 def _a_args(a_stage: int, i: int, kk: int) -> dict:
-    from ..ladder.r09_wgmma import KMAJOR_LBO_UNUSED, SWIZZLE_ATOM_BYTES
+    from ..library.ladder.r09_wgmma import KMAJOR_LBO_UNUSED, SWIZZLE_ATOM_BYTES
 
     return {"smem_addr": a_stage + i * 64 * 128 + kk * 32, "leading_byte_offset": KMAJOR_LBO_UNUSED,
             "stride_byte_offset": SWIZZLE_ATOM_BYTES, "swizzle": "128B"}
 
 
 def _b_args(b_stage: int, kk: int) -> dict:
-    from ..ladder.r09_wgmma import SWIZZLE_ATOM_BYTES
+    from ..library.ladder.r09_wgmma import SWIZZLE_ATOM_BYTES
 
     return {"smem_addr": b_stage + kk * 16 * 128, "leading_byte_offset": _tiles().bk * 128,
             "stride_byte_offset": SWIZZLE_ATOM_BYTES, "swizzle": "128B"}

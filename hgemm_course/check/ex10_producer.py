@@ -30,7 +30,7 @@ EXTRA_KT, EXTRA_STAGES, EXTRA_IN_FLIGHT = range(24), range(2, 8), range(4)
 
 
 def _rung():
-    from ..ladder import r10_warp_specialized as r10
+    from ..library.ladder import r10_warp_specialized as r10
 
     return r10
 

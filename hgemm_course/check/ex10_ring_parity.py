@@ -267,7 +267,7 @@ def format_events(events: list[dict], last: int | None = None) -> str:
 # ---------------------------------------------------------------- the checker
 
 def _stage_counts() -> list[int]:
-    from ..ladder.r10_warp_specialized import TILES
+    from ..library.ladder.r10_warp_specialized import TILES
 
     return [TILES.stages] + [s for s in STAGE_COUNTS if s != TILES.stages]
 

@@ -25,7 +25,7 @@ _TILE_OF = re.compile(r"template <int SUPER_M, int SUPER_N>\s*\n__host__ __devic
 
 
 def _rung():
-    from ..ladder import r11_persistent as r11
+    from ..library.ladder import r11_persistent as r11
 
     return r11
 

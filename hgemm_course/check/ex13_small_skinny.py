@@ -1,9 +1,9 @@
 """Checker for ex13_small_skinny: an fp16 GEMM's arithmetic intensity and memory-roof time, and the pieces per
 tile of split-K.
 
-The references are the course's own (:func:`hgemm_course.small_skinny.arithmetic_intensity` and
-:func:`~hgemm_course.small_skinny.memory_roof_us`, through :func:`hgemm_course.roofline.gemm_floor`, and
-:func:`~hgemm_course.small_skinny.split_pieces`, the count the plan's split-K model uses). Checked on every shape
+The references are the course's own (:func:`hgemm_course.course.small_skinny.arithmetic_intensity` and
+:func:`~hgemm_course.course.small_skinny.memory_roof_us`, through :func:`hgemm_course.measurement.roofline.gemm_floor`, and
+:func:`~hgemm_course.course.small_skinny.split_pieces`, the count the plan's split-K model uses). Checked on every shape
 of the course's small-and-skinny sweep, on odd shapes (one-element products, dimensions off every tile, primes)
 and on random ones; the pieces also on the tiles rungs 11 and 12 take and on GPUs of other SM counts. Floats are
 compared to a relative 1e-9. A wrong answer names the first wrong call with expected vs got, works the count
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import random
 
-from ..small_skinny import arithmetic_intensity, memory_roof_us, split_pieces
+from ..course.small_skinny import arithmetic_intensity, memory_roof_us, split_pieces
 from .feedback import Exercise, Failure, Learner, as_int, format_call, passed_message
 
 FUNCTIONS = ("arithmetic_intensity", "memory_roof_us", "split_pieces")
@@ -30,7 +30,7 @@ RANDOM_CASES = 300
 
 
 def _shapes() -> list[tuple[int, int, int]]:
-    from ..small_skinny import sweep_shapes
+    from ..course.small_skinny import sweep_shapes
 
     rng = random.Random(13)
     extra = [(rng.randint(1, 5000), rng.randint(1, 5000), rng.randint(1, 70000)) for _ in range(RANDOM_CASES)]

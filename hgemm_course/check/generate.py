@@ -36,7 +36,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import KERNELS_DIR, PACKAGE_DIR, PTX_SNIPPETS_DIR, REPO_ROOT
+from ..library.paths import KERNELS_DIR, PACKAGE_DIR, PTX_SNIPPETS_DIR, REPO_ROOT
 
 SOURCES_DIR = PACKAGE_DIR / "check" / "sources"
 COMMENT = {".py": "#", ".cu": "//"}

@@ -3,7 +3,7 @@ GPU check, which only produces C; the parent compares it with its own reference.
 
     python -m hgemm_course.check.gpu_run 07 exercises/ex07_mbarrier.cu --out DIR --shapes 1000x1000x1000 257x136x72
 
-For each shape it makes the inputs the parent makes too (:func:`hgemm_course.harness.random_inputs` with
+For each shape it makes the inputs the parent makes too (:func:`hgemm_course.measurement.harness.random_inputs` with
 seed ``--seed`` + the shape's index), launches the kernel on an output poisoned with NaN, saves C as
 ``DIR/c<i>.npy`` and writes one JSON line to ``DIR/results.jsonl``: ``{"shape", "seed", "c", "kernels"}``,
 the last the instantiations launched with their architecture, which the parent compares with what its
@@ -26,7 +26,7 @@ def learner_launch(rung_id: str, source: Path, launched: list | None = None):
     """The rung's ``launch(a, b, c)`` with its kernel compiled from ``source`` instead of the
     rung's own file: same template instantiation, geometry, shared memory and tensor maps.
     Each kernel the launcher builds is appended to ``launched``."""
-    from ..ladder import get
+    from ..library.ladder import get
 
     rung = get(rung_id)
     module = importlib.import_module(rung.launch.__module__)
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.as_arch is None:
         return _run(args)
-    from .. import target
+    from ..library import target
 
     with target.use(target.named(args.as_arch).run_here()):
         return _run(args)
@@ -69,8 +69,8 @@ def _run(args) -> int:
     import cupy
     import numpy as np
 
-    from ..build import CompileError
-    from ..harness import random_inputs
+    from ..library.build import CompileError
+    from ..measurement.harness import random_inputs
 
     launched: list = []
     rung, launch = learner_launch(args.rung, args.source, launched)

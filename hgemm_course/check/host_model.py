@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+from ..library.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 from . import sandbox
 from .feedback import MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, Failure
 

@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..paths import REPO_ROOT
-from ..target import FEATURES, RECORDED, Target
+from ..library.paths import REPO_ROOT
+from ..library.target import FEATURES, RECORDED, Target
 from . import confine, host_model, sandbox, watch
 from .feedback import CALLER_MEMORY_GIB, MEMORY_LIMIT_GIB, OUTPUT_CAP_BYTES, CheckResult, Failure, Unchecked
 from .loader import learner_file
 
 if TYPE_CHECKING:
-    from ..ladder import Rung
+    from ..library.ladder import Rung
     from .generate import Region
 
 GPU_TIMEOUT_S = 120
@@ -214,13 +214,13 @@ def entry_ptx(ptx: str, mangled: str) -> str:
 
 def check_plan(exercise: KernelExercise, gpu: bool | None = None) -> tuple[Target, str | None]:
     """Where the learner's kernel is checked, decided before any of it runs: the target its file is
-    compiled for, and why the GPU part cannot run (None: it runs, on :func:`hgemm_course.target.runnable`).
+    compiled for, and why the GPU part cannot run (None: it runs, on :func:`hgemm_course.library.target.runnable`).
 
     The file is compiled for the current target (the GPU here, or the one chosen) where that runs the rung,
     else for the recorded H200's, as on a machine with no GPU. ``gpu=False`` switches the GPU part off;
     ``gpu=True`` asks for it, which still needs a GPU that runs the rung."""
-    from .. import target
-    from ..ladder import get
+    from ..library import target
+    from ..library.ladder import get
 
     rung = get(exercise.rung)
     chosen = target.current()
@@ -235,7 +235,7 @@ def check_plan(exercise: KernelExercise, gpu: bool | None = None) -> tuple[Targe
 
 def _no_gpu(chosen: Target) -> str:
     """Why no GPU runs kernels here, in one line."""
-    from .. import device, target
+    from ..library import device, target
 
     info, reason, _ = device.probe_gpu()
     if info is None:
@@ -252,9 +252,9 @@ def compile_learner(exercise: KernelExercise, path: Path, on: Target | None = No
     instantiations sized for it, as its launcher compiles them, in a child process within ``timeout``
     seconds and :data:`~.feedback.MEMORY_LIMIT_GIB` GiB (:mod:`.compile_child`); a compile error becomes a
     Failure at the learner's file and line."""
-    from ..build import CompileError
-    from ..ladder import get
-    from ..target import use
+    from ..library.build import CompileError
+    from ..library.ladder import get
+    from ..library.target import use
     from .generate import extra_count, regions_of
 
     rung = get(exercise.rung)
@@ -298,8 +298,8 @@ _COMPILED: dict[tuple, dict] = {}   # (source, headers, names, arch) -> the comp
 def _compiled_in_child(path: Path, names: tuple[str, ...], arch: str, timeout: float, shown: str) -> dict:
     """The compile child's answer for ``path`` (cached by the source and every header it includes); a Failure
     when the compile runs past ``timeout`` seconds, dies (out of memory) or answers out of its format."""
-    from ..build import _headers_digest
-    from ..paths import KERNELS_DIR, PTX_SNIPPETS_DIR
+    from ..library.build import _headers_digest
+    from ..library.paths import KERNELS_DIR, PTX_SNIPPETS_DIR
 
     text = path.read_text()
     key = (text, _headers_digest(text, (PTX_SNIPPETS_DIR, KERNELS_DIR, path.parent)), names, arch)
@@ -435,7 +435,7 @@ def _compare_c(path: Path, result: dict, rung: str, shown: str) -> None:
     """C from the GPU run against this process's own reference, A @ B in FP32 of the same inputs."""
     import numpy as np
 
-    from ..harness import compare, random_inputs
+    from ..measurement.harness import compare, random_inputs
 
     M, N, K = result["shape"]
     try:
@@ -543,7 +543,7 @@ def check_kernel(exercise: KernelExercise, path: str | Path | None = None, *, gp
 
 
 def _check_kernel(exercise: KernelExercise, path: str | Path | None, gpu: bool | None, timeout: float) -> CheckResult:
-    from ..ladder import get
+    from ..library.ladder import get
 
     source, unchecked = None, None
     try:

@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from ..paths import REPO_ROOT
+from ..library.paths import REPO_ROOT
 from .feedback import Failure, describe
 
 _module_ids = itertools.count()

@@ -33,7 +33,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from ..paths import PACKAGE_DIR, PTX_SNIPPETS_DIR, REPO_ROOT, results_dir, user_results_dir
+from ..library.paths import PACKAGE_DIR, PTX_SNIPPETS_DIR, REPO_ROOT, results_dir, user_results_dir
 from . import confine
 
 NUMBA_SUFFIXES = (".nbi", ".nbc")   # Numba's cache

@@ -114,20 +114,13 @@ def mma_sync_bound(warps_per_sm: int, warp_tile, feed: str = "registers", **hard
             "bound": bound, "bound_tflops": tflops[bound]}
 
 
-def compare_with_measured(records=None, **hardware) -> list[dict]:
-    """Model beside measurement for each ``mma_sync_bound`` record (default: the newest
-    ``hgemm-course ceilings`` run), at the SM clock the run measured where it did.
+def compare_with_measured(records, **hardware) -> list[dict]:
+    """Model beside measurement for each ``mma_sync_bound`` record (a ``hgemm-course ceilings`` run's, which the
+    caller reads: a model reads no records), at the SM clock the run measured where it did.
 
     One row per record: ``{'warps_per_sm', 'warp_tile', 'feed', 'measured_tflops',
     'model_tflops', 'bound', 'model_over_measured', 'clock_ghz'}``.
     """
-    if records is None:
-        from ..roofline import recorded_ceilings
-
-        ceilings = recorded_ceilings() or {}
-        records = ceilings.get("mma_sync_bound")
-        if not records:
-            raise ValueError("No recorded mma.sync bounds: run `hgemm-course ceilings` on a GPU first")
     rows = []
     for r in records:
         settings = {"clock_ghz": r["clock_ghz"]} if r.get("clock_ghz") else {}

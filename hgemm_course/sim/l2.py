@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from .cache import cached_njit
 
-from ..target import RECORDED
+from ..library.target import RECORDED
 
 H200_L2_BYTES = RECORDED.l2_bytes
 H200_SMS = RECORDED.sm_count

@@ -16,7 +16,7 @@ The rules (``cuda_occupancy.h``, compute capability 9.0, default shared-memory c
 """
 from __future__ import annotations
 
-from ..target import RECORDED, Target
+from ..library.target import RECORDED, Target
 
 H200 = {
     "max_threads_per_sm": RECORDED.threads_per_sm,

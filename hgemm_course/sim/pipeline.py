@@ -97,7 +97,7 @@ def rung_ring(rung: str) -> Ring:
     """The ring of rung 03, 07, 09, 10 or 11 with the stage count and tile of its launcher, ``mma_time``
     from the tile: mma.sync at its fitted rate for 03 and 07 (wmma compiles to the same HMMA), wgmma at the
     tensor cores' rate for 09-11. Rung 09 runs two CTAs per SM (its launcher chose 3 stages for that)."""
-    from .. import geometry
+    from ..library import geometry
 
     if rung not in RUNGS:
         raise ValueError(f"rung {rung!r}: the pipeline model plays the rings of rungs {', '.join(RUNGS)}; pick one of "

@@ -6,6 +6,8 @@ the GPU launches CTAs in increasing ``blockIdx.x``, so consecutive rows run toge
 from __future__ import annotations
 
 import numpy as np
+
+from ..library.geometry import cdiv
 from .cache import cached_njit
 
 ORDERS = ("row_major", "col_major", "supertile", "grouped", "hilbert")
@@ -112,3 +114,21 @@ def launch_index_grid(order, grid_m, grid_n):
     valid = order[:, 0] >= 0
     out[order[valid, 0], order[valid, 1]] = np.flatnonzero(valid)
     return out
+
+
+def cluster_order(M: int, N: int, bm: int, bn: int, super_mn: tuple[int, int], cluster_m: int):
+    """Rung 06's launch order of the (cluster_m x bm, bn) cluster tiles: (bid_m, bid_n) per launch
+    position, (-1, -1) past the grid's edge."""
+    from ..sim.raster import cta_order      # here, not at the top: sim imports Numba, which the registry must not
+
+    return cta_order("supertile", cdiv(cdiv(M, bm), cluster_m), cdiv(N, bn),
+                     super_m=super_mn[0] // cluster_m, super_n=super_mn[1])
+
+
+def tiles_per_cluster(clusters: int, M: int, N: int, bm: int, bn: int, super_mn: tuple[int, int],
+                      cluster_m: int) -> list[int]:
+    """How many cluster tiles each of ``clusters`` persistent clusters computes when cluster c takes launch
+    positions c, c + clusters, ...: counted in one pass over the launch order."""
+    order = cluster_order(M, N, bm, bn, super_mn, cluster_m)
+    positions = np.flatnonzero(order[:, 0] >= 0)    # launch positions inside the grid
+    return np.bincount(positions % clusters, minlength=clusters).tolist()

@@ -53,7 +53,7 @@ FIXUP_ITERS = 3.0
 # with cuBLAS, results/bench_nvidia-h200_20261201T153405_344a50.json): rung 12 led by 0.2-2.5 points on eight
 # and trailed by 1.4-2.8 on four, two of them at K = 1024.
 DP_MARGIN = 0.02
-# Rung 12's split, chosen here so that its launcher and gemm()'s plan (hgemm_course.plan) ask one model: the whole
+# Rung 12's split, chosen here so that its launcher and gemm()'s plan (hgemm_course.library.plan) ask one model: the whole
 # waves it may divide besides the last, part-empty one, and the model's two costs, fitted to rung 11 and rung 12's
 # sk_waves variants timed on the H200 at six shapes (research/fit_streamk_model.py on
 # results/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3 K-iterations, and a stream-K iteration 1.2

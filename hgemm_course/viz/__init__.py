@@ -47,8 +47,8 @@ def draw(name: str, out: str | Path | None = None, rung: str | None = None) -> P
     A file that cannot be written is a ValueError that names the fix."""
     from matplotlib.backend_bases import FigureCanvasBase
 
-    from ..ladder import get
-    from ..paths import PACKAGE_DIR
+    from ..library.ladder import get
+    from ..library.paths import PACKAGE_DIR
 
     options = {}
     if rung is not None:

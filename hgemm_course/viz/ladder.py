@@ -14,14 +14,14 @@ LEVEL_PCT = 5           # a median this close to 100% reads as level: cuBLAS's c
 
 def ladder_data(records=None, *, size=None):
     """One bar per rung from recorded results: its median over the recorded runs at the square ``size`` (M, N, K),
-    else at its largest recorded square size (:func:`hgemm_course.results.ladder_cells`).
+    else at its largest recorded square size (:func:`hgemm_course.measurement.records.ladder_cells`).
 
-    ``records``: :func:`hgemm_course.results.load_records` output, every run's (read from results/ when None).
+    ``records``: :func:`hgemm_course.measurement.records.load_records` output, every run's (read from results/ when None).
     Returns ``{'rungs', 'pct_cublas', 'sizes', 'gpus', 'baseline'}`` sorted by rung, 'baseline' what the % are of
-    (:func:`hgemm_course.harness.baseline_label` of the newest runs drawn).
+    (:func:`hgemm_course.measurement.harness.baseline_label` of the newest runs drawn).
     """
-    from ..harness import baseline_label
-    from ..results import ladder_cells
+    from ..measurement.harness import baseline_label
+    from ..measurement.records import ladder_cells
 
     best = {}
     for (rung, n), cell in sorted(ladder_cells(_all_records() if records is None else records).items()):
@@ -36,14 +36,14 @@ def ladder_data(records=None, *, size=None):
 
 def ladder_grid_data(records=None):
     """% of the vendor baseline per rung (rows) and square size (columns): the median over the recorded runs, with
-    their p10 and p90, by README's rule (:func:`hgemm_course.results.ladder_cells`); NaN where nothing is recorded.
+    their p10 and p90, by README's rule (:func:`hgemm_course.measurement.records.ladder_cells`); NaN where nothing is recorded.
 
     Returns ``{'rungs', 'sizes', 'pct_cublas', 'low', 'high' (each len(rungs) x len(sizes)), 'runs' (counts), 'gpus',
     'baseline', 'baseline_shapes', 'baselines'}``: what the grid's % are of, that with which vendor at which shape
-    where they differ, and per rung what its row's % are of (:func:`hgemm_course.harness.baseline_label`).
+    where they differ, and per rung what its row's % are of (:func:`hgemm_course.measurement.harness.baseline_label`).
     """
-    from ..harness import baseline_label
-    from ..results import ladder_cells
+    from ..measurement.harness import baseline_label
+    from ..measurement.records import ladder_cells
 
     cells = ladder_cells(_all_records() if records is None else records)
     rungs = sorted({rung for rung, _ in cells})
@@ -114,6 +114,6 @@ def ladder_figure(*, records=None, size=None) -> Figure:
 
 
 def _all_records():
-    from ..results import load_records
+    from ..measurement.records import load_records
 
     return load_records(latest_only=False)

@@ -40,7 +40,7 @@ def pipeline_data(*, rung="07", stages=None, k_tiles=12, tiles=2, load_latency=L
     K = ``PREDICT_K``, 'recorded': the newest recorded default profile of the rung at 8192^3 (``None`` if
     there is none), its ``tensor_pipe_active_pct`` the measured figure}``.
     """
-    from ..profile import recorded_profile
+    from ..measurement.profile import recorded_profile
 
     settings = {"stages": stages, "load_latency": load_latency, "mma_time": mma_time, "epilogue_time": epilogue_time}
     tl = rung_timeline(rung, k_tiles=k_tiles, tiles=tiles, **settings)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def plan_validation_figure(rows, near_points: float = 2.0):
-    """Scatter of :func:`hgemm_course.chapter_plan.validation_rows`: x the fastest launch timed at a shape, y the launch
+    """Scatter of :func:`hgemm_course.course.chapter_plan.validation_rows`: x the fastest launch timed at a shape, y the launch
     the plan picks, both as % of cuBLAS; on the diagonal the plan picked the fastest. Returns the figure."""
     import matplotlib.pyplot as plt
 

@@ -11,12 +11,12 @@ from .styles import point_style
 
 
 def roofline_data(*, ceilings=None, records=None):
-    """Ceilings (``hgemm_course.roofline.recorded_ceilings``), their compute roofs lowest first
-    (``hgemm_course.ceilings.roofs``: those an older record lacks are left out), and each recorded
+    """Ceilings (``hgemm_course.measurement.roofline.recorded_ceilings``), their compute roofs lowest first
+    (``hgemm_course.measurement.ceilings.roofs``: those an older record lacks are left out), and each recorded
     square run's (intensity, TFLOP/s)."""
-    from ..ceilings import roofs
-    from ..results import load_records
-    from ..roofline import compute_roof, gemm_floor, recorded_ceilings
+    from ..measurement.ceilings import roofs
+    from ..measurement.records import load_records
+    from ..measurement.roofline import compute_roof, gemm_floor, recorded_ceilings
 
     ceilings = recorded_ceilings() if ceilings is None else ceilings
     if ceilings is None:

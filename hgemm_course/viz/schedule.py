@@ -5,7 +5,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from ..geometry import of as geometry_of
+from ..library.geometry import of as geometry_of
 from ..sim import cta_order, l2_model, launch_index_grid
 from ..sim.l2 import H200_L2_BYTES, H200_SMS
 

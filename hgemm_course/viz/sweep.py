@@ -7,8 +7,8 @@ from matplotlib.figure import Figure
 def course_sweep_shapes() -> list[tuple[int, int, int]]:
     """The shapes of the course's sweep, ``benchmarks/shapes_nonsquare.txt`` (none in an installed package without
     the repository)."""
-    from ..shapes import parse_shapes
-    from ..paths import REPO_ROOT
+    from ..measurement.shapes import parse_shapes
+    from ..library.paths import REPO_ROOT
 
     path = None if REPO_ROOT is None else REPO_ROOT / "benchmarks" / "shapes_nonsquare.txt"
     return parse_shapes(str(path)) if path is not None and path.is_file() else []
@@ -19,20 +19,20 @@ def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
     ``shapes`` (default: the course's sweep, :func:`course_sweep_shapes`; with none, on any non-square shape), with
     the plan's pick. A run that timed other shapes only (a check of the plan's model, say) is not the sweep.
 
-    ``records``: :func:`hgemm_course.results.load_records` output (read from results/ when None).
+    ``records``: :func:`hgemm_course.measurement.records.load_records` output (read from results/ when None).
     Returns ``{'shapes': [(M, N, K)], 'pct': {rung: [%]}, 'planned': [rung], 'planned_pct': [%] (gemm()'s own
     launches where the run timed ``plan``, else the planned rung's), 'plan_measured': [bool],
     'geomean_planned', 'min_planned' (both over the non-square shapes), 'file', 'gpu', 'date',
     'latest_plan': None, or, where a later run timed gemm()'s plan (``bench plan``) at every shape of the sweep, the
     newest such run: {'file', 'date', 'pct': [% or None per shape], 'geomean', 'min'} (the last two over the
     sweep's non-square shapes, 'baseline': what its % are of)}``, with 'baseline' what the sweep run's % are of
-    (:func:`hgemm_course.harness.baseline_label`).
+    (:func:`hgemm_course.measurement.harness.baseline_label`).
     """
     import math
 
-    from ..harness import baseline_label
-    from ..plan import plan
-    from ..results import load_records
+    from ..measurement.harness import baseline_label
+    from ..library.plan import plan
+    from ..measurement.records import load_records
     from ..sim.waves import UNITS
 
     records = load_records(latest_only=False) if records is None else records

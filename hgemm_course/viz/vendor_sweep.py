@@ -12,19 +12,19 @@ def vendor_sweep_data(records=None, *, shapes=None) -> dict:
     """gemm()'s % of the faster vendor library (cuBLAS through cupy.matmul, or cuBLASLt through torch.matmul,
     whichever was faster at the shape, timed against each other first) per shape, from the newest recorded
     ``bench plan`` run that timed every shape of ``shapes`` (default: benchmarks/shapes_small_skinny.txt,
-    :func:`hgemm_course.small_skinny.sweep_shapes`).
+    :func:`hgemm_course.course.small_skinny.sweep_shapes`).
 
     ``records``: flat bench records, each with its run's ``file`` (read from results/ when None, with each run's
     ``gpu``, ``date`` and ``l2_bytes``). The % is the median over pairs of the vendor's time over gemm()'s
     (``pct_cublas_pairwise``, which despite its name is of the vendor the record names; the ratio of medians where a
     record lacks it). Returns ``{'file', 'gpu', 'date', 'shapes': [(M, N, K)] grouped by kind in
-    :data:`~hgemm_course.small_skinny.KINDS` order, 'kinds', 'pct', 'vendor' (the baseline's name per shape),
+    :data:`~hgemm_course.course.small_skinny.KINDS` order, 'kinds', 'pct', 'vendor' (the baseline's name per shape),
     'ms', 'vendor_ms', 'host_us', 'vendor_host_us', 'cycles', 'clock_ghz' (per shape, None where not recorded),
     'records' (the run's records, in that order), 'vendors' (the baselines' names, in order of first use),
     'geomean', 'min', 'min_shape', 'at_least_high' (shapes at HIGH_PCT or more)}``. No run that covers the shapes
     is a ValueError naming the command that records one.
     """
-    from ..small_skinny import KINDS, SHAPES_FILE, shape_kind, sweep_shapes
+    from ..course.small_skinny import KINDS, SHAPES_FILE, shape_kind, sweep_shapes
 
     records = _recorded() if records is None else records
     wanted = sweep_shapes() if shapes is None else [tuple(s) for s in shapes]
@@ -54,7 +54,7 @@ def vendor_sweep_data(records=None, *, shapes=None) -> dict:
 
 def _recorded() -> list[dict]:
     """Every recorded bench record, with its run's file, GPU, date and L2 size."""
-    from ..results import load_runs
+    from ..measurement.records import load_runs
 
     return [{"gpu": data["provenance"].get("gpu"), "date": data["provenance"]["date"],
              "l2_bytes": data["provenance"].get("l2_bytes"), **r, "file": path.name}

@@ -73,8 +73,9 @@ def walk_data(*, M=2176, N=2944, tile_m=128, tile_n=128, cluster_m=1, units=132,
     """How many tiles each persistent unit walks on each of ``supers`` (rung 11's launch order: whole super tiles,
     positions past the grid's edge skipped, units taking positions round-robin); by default the plan's small tiles
     at 2176 x 2944. Returns ``{'tiles', 'units', 'walks': {super: [tiles per unit]}, 'positions': {super: launch
-    positions}, 'busy': {super: busy fraction}}`` (busy as :func:`hgemm_course.plan.rung11_efficiency` counts it)."""
-    from ..geometry import cdiv, launch_positions, tiles_per_cluster
+    positions}, 'busy': {super: busy fraction}}`` (busy as :func:`hgemm_course.library.plan.rung11_efficiency` counts it)."""
+    from ..library.geometry import cdiv, launch_positions
+    from ..sim.raster import tiles_per_cluster
 
     walks = {s: tiles_per_cluster(units, M, N, tile_m, tile_n, s, cluster_m) for s in supers}
     count = cdiv(cdiv(M, tile_m), cluster_m) * cdiv(N, tile_n)     # cluster tiles

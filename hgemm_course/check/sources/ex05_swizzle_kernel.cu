@@ -1,4 +1,4 @@
-// Exercise 05, kernel: rung 05's swizzled shared-memory addresses (hgemm_course/kernels/k05_swizzle.cu).
+// Exercise 05, kernel: rung 05's swizzled shared-memory addresses (hgemm_course/library/kernels/k05_swizzle.cu).
 //
 // This file is the rung-05 kernel with the addresses of its shared-memory tiles cut out: where the
 // cp.async copies store each 16-byte chunk of A and B, and where each lane points ldmatrix, plus one

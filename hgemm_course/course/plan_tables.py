@@ -1,0 +1,349 @@
+"""The tables of appendix A1 (``chapters/A1_plan.ipynb``): gemm()'s plan, its fitted constants, and what it ran.
+
+Each table that shows a timing of the plan names the launch the plan ran: its rung and the rung's launch
+arguments. A tile probe (``research/tile_probe.py``) records that launch beside each of gemm()'s timings, so its
+tables show it as recorded; a bench run (``hgemm-course bench plan``) records gemm()'s time only, so its table
+shows the launch :func:`hgemm_course.library.plan.plan` picks in this code beside it, and says so. The functions return
+data; the ``format_*`` twins print it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import import_module
+from statistics import median
+
+from ..library.paths import REPO_ROOT
+
+UNITS = 66        # the H200's clusters of two CTAs: every recorded run is the H200's
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One number of the plan's model that came from H200 timings rather than from the hardware's rules."""
+
+    module: str         # where it lives, under hgemm_course
+    name: str
+    kind: str           # "fit": a value fitted to timings; "margin": a threshold judged from them; "choice": a setting
+    sets: str           # what it decides in the plan
+    fitted_on: str      # the H200 timings behind it: which shapes, which records
+
+    @property
+    def value(self):
+        return getattr(import_module(f"hgemm_course.{self.module}"), self.name)
+
+
+CONSTANTS = (
+    Constant("sim.waves", "FITTED_SK_ITER_COST", "fit",
+             "the time of a stream-K K-iteration, in data-parallel ones",
+             "grid search (research/fit_streamk_model.py) over rung 11 and rung 12's sk_waves variants at six shapes, "
+             "results/streamk_probe_nvidia-h200_20261201.json"),
+    Constant("sim.waves", "FITTED_FIXUP_ITERS", "fit",
+             "the time of a fix-up, in K-iterations (the bytes of a partial tile give 2.7)",
+             "the same grid search, the same six shapes"),
+    Constant("sim.waves", "DP_MARGIN", "margin",
+             "how much busier rung 12 must be than rung 11 for the plan to take it",
+             "twelve shapes where the model gives rung 12 1.1-2.0%: it led on eight, trailed on four, "
+             "results/bench_nvidia-h200_20261201T153405_344a50.json"),
+    Constant("plan", "ONE_WAVE_CLUSTER_M", "choice",
+             "rung 11's CTAs per cluster when its tiles are at most one wave",
+             "four shapes, without clusters as fast or faster, results/tune_nvidia-h200_20261201T142435_6f0d08.json"),
+    Constant("plan", "SMALL_TILE_SPEED", "fit",
+             "128x128 tiles' speed per FLOP against 128x256 tiles",
+             "0.94-0.97 where both fill their waves from K = 4096 up, 0.88 at 16384x16384x1024, "
+             "results/tile_probe_nvidia-h200_20261201T165425.json"),
+    Constant("plan", "SMALL_TILE_MARGIN", "margin",
+             "how much busier the 128x128 tiles must be than rung 11's 128x256 tiles",
+             "twelve shapes where the waves count gave them 1.13-1.41x and the H200 1.03-1.30x, "
+             "results/tile_probe_nvidia-h200_20261201T165313.json and T165425.json"),
+    Constant("plan", "SMALL_TILE_UNALIGNED_SPEED", "fit",
+             "the 128x128 tiles' charge per operand whose rows are off 128-byte boundaries",
+             "four shapes against aligned neighbours: 0.77 with A's rows off, 0.51-0.64 with both, "
+             "results/tile_probe_nvidia-h200_20261201T191335_6e60e9.json"),
+    Constant("plan", "NARROW_TILE_SPEED", "fit",
+             "128x64 tiles' speed per FLOP against 128x256 tiles (the median)",
+             "five shapes, 0.53-0.59, results/tile_probe_nvidia-h200_20261201T220632_2d96b7.json and "
+             "T221110_b57063.json"),
+    Constant("plan", "NARROW_TILE_UNALIGNED_SPEED", "fit",
+             "the 128x64 tiles' charge per operand whose rows are off 128-byte boundaries",
+             "one shape, 1000^3, in the same two probes: a rough figure"),
+    Constant("plan", "NARROW_TILE_STAGES", "choice",
+             "the 128x64 tiles' ring depth (210 KiB of shared memory)",
+             "cuBLAS's kernel at 1024^3 by its name in Nsight Compute; timed in the same two probes"),
+    Constant("plan", "NARROW_SUPER_L2_SHARE", "margin",
+             "super tiles one cluster tile wide only where B takes at most this share of the L2",
+             "six shapes: they led rung 12 by 6.6-7.3 points where B was 9-16 MB and by 0.4-1.6 where it was "
+             "83-108 MB, results/tile_probe_nvidia-h200_20261201T182855_22b34d.json"),
+    Constant("plan", "ROW64_ITER_NS", "fit",
+             "one k-iteration of each smaller tile (and of 128x256 and 128x192), ns, with every CTA busy: the smaller "
+             "tiles' time in the model",
+             "the median over the shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of "
+             "time / (waves x k-iterations); 128x256 from rung 11 at 4096^3 there; 128x192 over the ten one-wave "
+             "shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json"),
+    Constant("plan", "ROW64_MARGIN", "margin",
+             "how much faster than the plan's choice the smaller or wider tiles must be in the model",
+             "the same probe: the model's ranking against the timings (tests/test_plan_row64.py)"),
+    Constant("plan", "ROW64_MIN_SHARE", "margin",
+             "rung 12's split credited only where each CTA gets this many k-iterations or more",
+             "the same probe: below it rung 12 read 14-62% of the faster vendor library at every such shape"),
+    Constant("plan", "ROW64_UNALIGNED_SPEED", "fit",
+             "the smaller tiles' charge per operand whose rows are off 128-byte boundaries",
+             "1000^3 against 1024^3 in the same probe (median over four tiles); 0.88 over three pairs of twins in "
+             "results/tuning/2026-12-03/misaligned/vendor_probe_20261203T124356.json"),
+    Constant("plan", "SPLIT_FIXUP_NS", "fit",
+             "the owners' fix-up per piece of a tile cut by K, ns",
+             "the same probe: the median over the shapes with fewer such tiles than SMs"),
+    Constant("plan", "SPLIT_MIN_PIECES", "margin",
+             "a split weighed only where each tile falls into this many pieces or more",
+             "the same probe: with two or three pieces rung 12 read 52-71%, below what the plan ran"),
+    Constant("plan", "APART_NS", "fit",
+             "split apart's fixed cost per launch, ns: the intercept of its time against its busiest CTA's k-iterations",
+             "a least-squares line per tile over the shapes of "
+             "results/tuning/2026-12-03/split_apart_one_kernel/vendor_probe_20261203T155139.json where each tile falls "
+             "into two pieces or more"),
+    Constant("plan", "APART_ITER_NS", "fit",
+             "split apart's cost per k-iteration of its busiest CTA, ns: the slope of the same line",
+             "the same probe and line"),
+    Constant("plan", "APART_MIN_PIECES", "margin",
+             "split apart weighed only where each tile falls into this many pieces or more",
+             "the same probe: two pieces of each 128x128 tile read 108% at 128x8192x28672"),
+    Constant("plan", "APART_OVER_STREAMK", "margin",
+             "how much slower than rung 12's stream-K in one wave split apart may be in the model and still be taken",
+             "the same probe: at both such shapes split apart read 18-25 points more, where the model put it 7% "
+             "faster and 3% slower"),
+    Constant("plan", "LARGE_B_SUPER_MARGIN", "margin",
+             "where B outgrows the L2, how much busier another super tile must walk than 16x2",
+             "a 4% gain that did not show (8676x11064x5256) and a 12% one that did (6997x10040x4112), then ten shapes, "
+             "results/tile_probe_nvidia-h200_20261201T180337_cacadf.json and T193704_26723e.json"),
+)
+
+
+def format_constants(constants=CONSTANTS) -> str:
+    """The constants, one block each: name, value and kind, what it sets, what it was fitted on."""
+    label = {"fit": "a fit", "margin": "a margin judged from timings", "choice": "a setting chosen from timings"}
+    return "\n".join(f"{c.module}.{c.name} = {c.value}  ({label[c.kind]})\n    sets: {c.sets}\n"
+                     f"    from: {c.fitted_on}" for c in constants)
+
+
+# ----------------------------------------------------------------------------- the plan's choices (model only)
+
+
+def launch_text(p) -> str:
+    """The launch a plan runs, as a tile probe records it: "rung 11 {'super_mn': (8, 2)}"."""
+    return f"rung {p.rung} {p.options_text()}"
+
+
+def plan_rows(shapes, units: int = UNITS) -> list[dict]:
+    """Per shape, what the plan runs and the busy fraction the model gives each choice it weighed."""
+    from ..library.plan import plan
+
+    rows = []
+    for shape in shapes:
+        p = plan(*shape, units=units)
+        best12 = p.efficiency[f"rung 12, sk_waves={p.sk_waves}"]
+        rows.append({"shape": tuple(shape), "launch": launch_text(p), "waves": p.tiles / p.units,
+                     "rung 11": p.efficiency["rung 11"], "128x128": p.efficiency["rung 11, 128x128 tiles"],
+                     "128x64": p.efficiency["rung 11, 128x64 tiles"], "rung 12": best12, "sk_waves": p.sk_waves})
+    return rows
+
+
+def format_plans(shapes, units: int = UNITS) -> str:
+    head = (f"{'M x N x K':>18} {'waves':>6} {'rung 11':>8} {'128x128':>8} {'128x64':>8} {'rung 12':>8}   "
+            "the plan runs")
+    lines = ["busy fractions as the plan weighs them: 'rung 11' is its 128x256 tiles on the super tile the plan picks "
+             "for the shape (the busiest walk of its list; 1x1 without clusters within one wave), not only rung 11's "
+             "own 16x2; the smaller tiles are charged for their speed; 'rung 12' is its best sk_waves", head]
+    for r in plan_rows(shapes, units):
+        lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['rung 11']:8.0%} {r['128x128']:8.0%} "
+                     f"{r['128x64']:8.0%} {r['rung 12']:8.0%}   {r['launch']}")
+    return "\n".join(lines)
+
+
+def reason_text(p) -> str:
+    """The plan's reason, with the gain of dividing by K signed: where rung 12's best split is less busy than
+    rung 11, the plan's "would gain 0.0%" reads "would gain nothing (rung 12 -x%)"."""
+    gain = p.efficiency[f"rung 12, sk_waves={p.sk_waves}"] / p.efficiency["rung 11"] - 1
+    if gain < 0:
+        return p.reason.replace("would gain 0.0%", f"would gain nothing (rung 12 {gain:+.1%})")
+    return p.reason
+
+
+def alignment_rows() -> list[dict]:
+    """The small and narrow tiles' speed per FLOP against 128x256 tiles, for each pair of row alignments."""
+    from ..library.plan import narrow_tile_speed, small_tile_speed
+
+    cases = (("both aligned", 4096, 4096), ("A's rows off", 4096, 4100), ("B's rows off", 4100, 4096),
+             ("both off", 4100, 4100))
+    return [{"rows": name, "N": N, "K": K, "128x128": small_tile_speed(N, K), "128x64": narrow_tile_speed(N, K)}
+            for name, N, K in cases]
+
+
+def format_alignment() -> str:
+    lines = [f"{'rows of A (K) and B (N)':<30} {'128x128':>8} {'128x64':>8}"]
+    for r in alignment_rows():
+        case = f"{r['rows']} (K={r['K']}, N={r['N']})"
+        lines.append(f"{case:<30} {r['128x128']:8.3f} {r['128x64']:8.3f}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- recorded: tile probes
+
+
+def probe_variant(rung: str, options: dict) -> str:
+    """The tile probe's name (research/tile_probe.py) of rung ``rung`` launched with ``options`` as
+    :meth:`Plan.options_text` writes them: "12 sk0", "11 super 8x2", "11 128x128 s4 no cluster super 1x1"."""
+    from ..library.ladder.r11_persistent import TILES
+    from ..library.plan import NARROW_TILE_STAGES, NARROW_TILES
+
+    if rung == "12":
+        return f"12 sk{options['sk_waves']}"
+    sup = options.get("super_mn")
+    name = "11"
+    if "tiles" in options:
+        stages = NARROW_TILE_STAGES if options["tiles"] == "x".join(map(str, NARROW_TILES)) else TILES.stages
+        name += f" {options['tiles']} s{stages}"
+    if options.get("cluster_m") == 1:
+        name += " no cluster"
+    return name + (f" super {sup[0]}x{sup[1]}" if sup else "")
+
+
+def parse_launch(text: str) -> tuple[str, dict]:
+    """(rung, options) of a launch as :func:`launch_text` writes it (and a tile probe records it)."""
+    import ast
+
+    rung, _, options = text.removeprefix("rung ").partition(" ")
+    return rung, ast.literal_eval(options)
+
+
+def probe_records(*names: str) -> list[dict]:
+    """The timings of the named tile probes (files under results/), each with its shape as M, N, K and its variant
+    as its rung, as the records :func:`hgemm_course.measurement.harness.baseline_label` reads."""
+    if REPO_ROOT is None:
+        raise ValueError("the tile probes are under results/ in a checkout of the repository; this install has none.")
+    return [{**t, "M": t["shape"][0], "N": t["shape"][1], "K": t["shape"][2], "rung": t["variant"]}
+            for name in names for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]]
+
+
+def probe_timings(*names: str) -> dict[tuple, dict]:
+    """Per shape of the named tile probes (files under results/): % of the vendor baseline of each launch the probe
+    timed, by the probe's name for it, and of the plan, by the launch it ran as recorded:
+    ``{shape: {'variants': {variant: [%]}, 'plan': {launch text: [%]}}}``."""
+    timed: dict[tuple, dict] = {}
+    for t in probe_records(*names):
+        entry = timed.setdefault(tuple(t["shape"]), {"variants": {}, "plan": {}})
+        key, group = (t["plan"], "plan") if t["variant"] == "plan" else (t["variant"], "variants")
+        entry[group].setdefault(key, []).append(t["pct_cublas"])
+    return timed
+
+
+def probe_rows(*names: str, units: int = UNITS) -> list[dict]:
+    """Per shape of the probes: each launch the plan ran there (as recorded) with the median of its timings; the
+    fastest of those and of the probe's launches, by median, and whether it is a launch the plan did not run; and
+    the launch the plan picks in this code with the median of that launch's timings (the plan's and the probe's),
+    or None where nothing ran it."""
+    from ..library.plan import plan
+
+    rows = []
+    for shape, entry in probe_timings(*names).items():
+        p = plan(*shape, units=units)
+        ran = {launch: median(v) for launch, v in entry["plan"].items()}
+        ran_variants = {probe_variant(*parse_launch(launch)) for launch in ran}
+        medians = ran | {variant: median(v) for variant, v in entry["variants"].items()}
+        best = max(medians, key=medians.get)
+        now = entry["plan"].get(launch_text(p), []) + entry["variants"].get(probe_variant(p.rung, p.options_text()), [])
+        rows.append({"shape": shape, "ran": ran, "best": best, "best_pct": medians[best],
+                     "best_is_other": best not in ran and best not in ran_variants, "plan_now": launch_text(p),
+                     "plan_now_pct": median(now) if now else None})
+    return rows
+
+
+def format_probe(*names: str, units: int = UNITS, elsewhere: tuple[str, ...] = ()) -> str:
+    """The recorded probes' table, a line per launch the plan ran at a shape: the median of its timings, the
+    fastest launch's median and its name ("this launch" where it is the launch on that line);
+    then a line where the plan in this code runs a launch the probe's plan did not, with its median there, or,
+    where these probes did not time it, its median in the probes ``elsewhere`` that did."""
+    from ..measurement.harness import baseline_label
+
+    other = probe_rows(*elsewhere, units=units) if elsewhere else []
+    lines = [f"RECORDED on the NVIDIA H200 ({', '.join(names)}), medians of % of "
+             f"{baseline_label(probe_records(*names), per_shape=True)}:",
+             f"{'M x N x K':>18} {'plan':>6} {'fastest':>8}   the launch the plan ran; the fastest launch timed"]
+    for r in probe_rows(*names, units=units):
+        shape = "x".join(map(str, r["shape"]))
+        for i, (launch, pct) in enumerate(r["ran"].items()):
+            fastest = f"{r['best_pct']:8.1f}" if i == 0 else " " * 8
+            named = ""
+            if i == 0:
+                named = ("   fastest: this launch" if r["best"] == launch
+                         else f"   fastest: {r['best']}, the probe's timing of a launch the plan ran"
+                         if r["best"] not in r["ran"] and not r["best_is_other"] else f"   fastest: {r['best']}")
+            lines.append(f"{shape if i == 0 else '':>18} {pct:6.1f} {fastest}   {launch}{named}")
+        if r["plan_now"] not in r["ran"]:
+            pct = "-" if r["plan_now_pct"] is None else f"{r['plan_now_pct']:.1f}"
+            note = ""
+            if r["plan_now_pct"] is None:
+                there = next((o for o in other if o["shape"] == r["shape"] and o["plan_now"] == r["plan_now"]
+                              and o["plan_now_pct"] is not None), None)
+                note = (" (not timed in these probes; " + (f"{there['plan_now_pct']:.1f} in "
+                        f"{', '.join(elsewhere)})" if there else "nor in the tile probes named here)"))
+            lines.append(f"{'':>18} {pct:>6} {'':>8}   this code's plan: {r['plan_now']}{note}")
+    return "\n".join(lines)
+
+
+def recorded_plan_launches() -> dict[tuple, set[str]]:
+    """Per shape, the launches gemm()'s plan ran in the recorded tile probes (results/tile_probe_*.json)."""
+    if REPO_ROOT is None:
+        return {}
+    probes = sorted(p.name for p in (REPO_ROOT / "results").glob("tile_probe_*.json"))
+    return {shape: set(entry["plan"]) for shape, entry in probe_timings(*probes).items() if entry["plan"]}
+
+
+# ----------------------------------------------------------------------------- recorded: the shape sweep
+
+
+def sweep_rows(records=None, units: int = UNITS) -> dict:
+    """The course's sweep (:func:`hgemm_course.viz.shape_sweep_data`): per shape rung 11's and rung 12's own
+    launches, the launch the plan picks in this code, and gemm()'s own launches timed in the same run. Returns
+    ``{'file', 'gpu', 'rows': [{'shape', 'waves', 'rung 11', 'rung 12', 'launch', 'gemm', 'differs_from_probes'}],
+    'nonsquare', 'geomean', 'lowest', 'baseline'}`` (the two before it over the non-square shapes, of gemm()'s
+    timings; 'baseline' what the % are of, as shape_sweep_data names it);
+    ``differs_from_probes``: the tile probes recorded gemm()'s plan at this shape running launches other than the
+    one this code's plan picks."""
+    import math
+
+    from ..library.plan import plan
+    from ..viz import shape_sweep_data
+
+    data = shape_sweep_data(records)
+    probed = recorded_plan_launches()
+    rows = []
+    for i, shape in enumerate(data["shapes"]):
+        p = plan(*shape, units=units)
+        ran = probed.get(tuple(shape))
+        rows.append({"shape": shape, "waves": p.tiles / p.units, "rung 11": data["pct"]["11"][i],
+                     "rung 12": data["pct"]["12"][i], "launch": launch_text(p),
+                     "gemm": data["planned_pct"][i] if data["plan_measured"][i] else None,
+                     "differs_from_probes": ran is not None and launch_text(p) not in ran})
+    timed = [r["gemm"] for r in rows if r["gemm"] is not None and not r["shape"][0] == r["shape"][1] == r["shape"][2]]
+    return {"file": data["file"], "gpu": data["gpu"], "rows": rows,
+            "nonsquare": sum(1 for r in rows if not r["shape"][0] == r["shape"][1] == r["shape"][2]),
+            "geomean": math.exp(sum(map(math.log, timed)) / len(timed)) if timed else None,
+            "lowest": min(timed) if timed else None, "baseline": data["baseline"]}
+
+
+def format_sweep(records=None, units: int = UNITS) -> str:
+    data = sweep_rows(records, units)
+    lines = [f"RECORDED on the {data['gpu']} ({data['file']}), % of {data['baseline']}. 'gemm()' is gemm()'s own launch in that "
+             "run, of the plan as it was when recorded: a bench run records gemm()'s time, not the launch it ran, so "
+             "which launch that was cannot be recovered. 'the plan runs' is the launch plan() picks in this code; * "
+             "marks a shape where the tile probes recorded gemm()'s plan running another launch than that:",
+             f"{'M x N x K':>18} {'waves':>6} {'rung 11':>8} {'rung 12':>8} {'gemm()':>8}   the plan runs"]
+    for r in data["rows"]:
+        gemm = "-" if r["gemm"] is None else f"{r['gemm']:.1f}"
+        mark = "*" if r["differs_from_probes"] else " "
+        lines.append(f"{'x'.join(map(str, r['shape'])):>18} {r['waves']:6.2f} {r['rung 11']:8.1f} {r['rung 12']:8.1f} "
+                     f"{gemm:>8} {mark} {r['launch']}")
+    if data["geomean"] is not None:
+        lines.append(f"gemm() on the {data['nonsquare']} non-square shapes: geometric mean {data['geomean']:.1f}%, "
+                     f"lowest {data['lowest']:.1f}% of {data['baseline']}")
+    return "\n".join(lines)
