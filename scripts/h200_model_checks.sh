@@ -63,7 +63,7 @@ run_ncu() {
   local t0=$SECONDS
   "$NCU" "${NCU_COMMON[@]}" "${UNITS[@]}" -k "regex:^$kernel" --launch-skip 1 --launch-count 1 \
     --metrics "$metrics" --log-file "$D/$name.csv" \
-    python3 -m hgemm_course.measurement.profile "$@" > "$D/$name.log" 2>&1 < /dev/null
+    python3 -m hgemm_course.measurement.profile_target "$@" > "$D/$name.log" 2>&1 < /dev/null
   local rc=$? rows commas=${metrics//[^,]/}
   rows=$(cat "$D/$name.csv" 2>/dev/null | grep -c '^"')
   if grep -q '^"ID"' "$D/$name.csv" 2>/dev/null && (( rows >= 3 )); then

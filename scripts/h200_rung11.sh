@@ -30,7 +30,7 @@ fi
 if step sanitize; then
   cat > /tmp/sanitize_r11.py <<'PY'
 import dataclasses, functools
-from hgemm_course.measurement.harness import verify
+from hgemm_course.measurement.verification import verify
 from hgemm_course.library.ladder import get, r11_persistent
 from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
 for cluster in (1, 2):
@@ -61,7 +61,7 @@ if step ncu || step ncu_cublas; then
       for cluster in 1 2; do
         # shellcheck disable=SC2086
         timeout 150 ncu --clock-control none -k regex:k11_persistent --launch-skip 1 --launch-count 1 $sections \
-          --csv --page details python3 -m hgemm_course.measurement.profile --rung 11 --size "$n" --cluster $cluster \
+          --csv --page details python3 -m hgemm_course.measurement.profile_target --rung 11 --size "$n" --cluster $cluster \
           > "$OUT/ncu_r11_c${cluster}_$n.csv" 2> "$OUT/ncu_r11_c${cluster}_$n.err"
       done
     fi

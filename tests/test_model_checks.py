@@ -1,5 +1,5 @@
 """The CPU side of the model checks: hgemm_course.measurement.model_checks, the profile target it has ncu run
-(``python -m hgemm_course.measurement.profile``) and scripts/h200_model_checks.sh (run against a stand-in for ncu)."""
+(``python -m hgemm_course.measurement.profile_target``) and scripts/h200_model_checks.sh (run against a stand-in for ncu)."""
 import json
 import os
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 from hgemm_course.measurement import model_checks as cm
 from hgemm_course.library.ladder import r03_wmma, r05_swizzle, r06_supertile
 from hgemm_course.library.paths import REPO_ROOT
-from hgemm_course.measurement.profile import target_main
+from hgemm_course.measurement.profile_target import target_main
 from hgemm_course.sim import cta_order, ctas_per_sm, l2_model, main_loop_bank_conflicts
 
 SCRIPTS = Path(REPO_ROOT) / "scripts"
@@ -205,7 +205,7 @@ if any("sass_l1tex" in m for m in metrics):               # a name this "version
     log.write("==ERROR== Failed to find metric\n")
     sys.exit(1)
 kernel = "cupy_multiply"
-if "hgemm_course.measurement.profile" in args[i:]:
+if "hgemm_course.measurement.profile_target" in args[i:]:
     run = subprocess.run(args[i:] + ["--dry-run"], capture_output=True, text=True)
     print(run.stdout + run.stderr)
     if run.returncode:

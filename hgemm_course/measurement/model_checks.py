@@ -5,7 +5,7 @@
 
 ``--plan`` prints the configurations to profile, one per line (``name kind rung M N K super_m
 super_n kernel``); scripts/h200_model_checks.sh runs ncu on each through ``python3 -m
-hgemm_course.measurement.profile`` and saves ``DIR/<name>.csv`` (``ncu --csv --page raw``). With ``--ncu-dir``
+hgemm_course.measurement.profile_target`` and saves ``DIR/<name>.csv`` (``ncu --csv --page raw``). With ``--ncu-dir``
 this module reads them back, checks that this tree still builds the profiled instantiations,
 computes the models for exactly those configurations, and writes ``model_banks_<gpu>_<date>.json``
 and ``model_l2_<gpu>_<date>.json`` through :func:`hgemm_course.measurement.records.write_run`, with the

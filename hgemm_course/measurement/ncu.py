@@ -161,3 +161,59 @@ def find_ncu() -> str | None:
     candidates = [os.environ.get("NCU"), shutil.which("ncu"), "/usr/local/cuda/bin/ncu",
                   *sorted(str(p) for p in Path("/opt/nvidia/nsight-compute").glob("*/ncu"))[::-1]]
     return next((c for c in candidates if c and Path(c).is_file()), None)
+
+
+# ---------------------------------------------------------------------------- what ncu measures
+# Every name here is one this H200's ncu (2025.3.1) lists in --query-metrics (tests/test_profile.py checks).
+
+# HMMA/HGMMA/QGMMA only: sm__pipe_tensor_op_hmma_cycles_active also counts HFMA2.MMA, plain fp16 FMAs the
+# compiler may send down the tensor pipe, which are no matrix work.
+TENSOR_PIPE_ACTIVE = "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active"
+SM_CLOCK = "sm__cycles_elapsed.avg.per_second"
+SCALAR_METRICS = {
+    "tensor_pipe_active_pct": TENSOR_PIPE_ACTIVE,
+    "tensor_instructions": "sm__inst_executed_pipe_tensor_op_hmma.sum",
+    "issue_active_pct": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "dram_read_bytes": "dram__bytes_read.sum",
+    "dram_write_bytes": "dram__bytes_write.sum",
+    "l2_hit_pct": "lts__t_sector_hit_rate.pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "warps_per_sm": "sm__warps_active.avg.per_cycle_active",
+    "duration_ns": "gpu__time_duration.sum",
+    # where a short launch's cycles go: how many of the elapsed cycles the average SM had work (idle SMs, tails),
+    # the L2 read requests the SMs made (TMA's included) and the 32-byte sectors they carried (4 a request on
+    # rows aligned to 128 bytes; off the boundaries a line takes two or three requests), and DRAM's share of its
+    # peak over the launch
+    "sm_active_cycles": "sm__cycles_active.avg",
+    "sm_elapsed_cycles": "sm__cycles_elapsed.max",
+    "l2_read_requests": "lts__t_requests_srcunit_tex_op_read.sum",
+    "l2_read_sectors": "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram_peak_pct": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+}
+STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
+                 "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
+                 "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait")
+STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+_SASS_WAVEFRONTS = "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{}.sum"
+_SASS_CONFLICTS = "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum"
+SMEM_METRICS = {
+    "ldsm": {"wavefronts": _SASS_WAVEFRONTS.format("ldsm"), "bank_conflicts": _SASS_CONFLICTS.format("ldsm"),
+             "instructions": "smsp__inst_executed_op_ldsm.sum"},
+    "ldgsts": {"wavefronts": _SASS_WAVEFRONTS.format("ldgsts"), "bank_conflicts": _SASS_CONFLICTS.format("ldgsts"),
+               "instructions": "smsp__inst_executed_op_ldgsts.sum"},
+    # ncu counts LDS and STS bank conflicts only together with LDSM and STSM (in "all")
+    "lds": {"wavefronts": _SASS_WAVEFRONTS.format("ld"), "instructions": "smsp__inst_executed_op_shared_ld.sum"},
+    "sts": {"wavefronts": _SASS_WAVEFRONTS.format("st"), "instructions": "smsp__inst_executed_op_shared_st.sum"},
+    "stsm": {"wavefronts": _SASS_WAVEFRONTS.format("stsm"), "bank_conflicts": _SASS_CONFLICTS.format("stsm"),
+             "instructions": "smsp__inst_executed_op_shared_stsm.sum"},
+    "gmma": {"wavefronts": _SASS_WAVEFRONTS.format("gmma"),
+             "bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum",
+             "instructions": "smsp__sass_inst_executed_op_shared_gmma.sum"},
+    "all": {"wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+            "bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"},
+}
+METRICS = (SM_CLOCK, *SCALAR_METRICS.values(), *(STALL_METRIC.format(r) for r in STALL_REASONS),
+           *(name for fields in SMEM_METRICS.values() for name in fields.values()))
+# ncu puts its launch statistics on the raw page unasked (they cost no replay pass; --query-metrics omits them)
+LAUNCH_METRICS = {"registers": "launch__registers_per_thread", "grid": "launch__grid_size",
+                  "block": "launch__block_size", "smem_dynamic": "launch__shared_mem_per_block_dynamic"}
