@@ -24,7 +24,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from hgemm_course.course import book
+from hgemm_course.course import book, book_pages, book_results
 from hgemm_course.check import ALL_EXERCISES
 from hgemm_course.check.generate import is_marker, render
 from hgemm_course.library.paths import PTX_SNIPPETS_DIR
@@ -124,14 +124,14 @@ def test_a_diff_page_shows_what_hgemm_course_diff_prints(capsys):
     old, new = get("04"), get("05")
     assert main(["diff", "04", "05"]) == 0
     assert book.rung_diff(old, new) == capsys.readouterr().out
-    page = book.diff_page_text(old, new, {"05": "05_swizzle"})
+    page = book_pages.diff_page_text(old, new, {"05": "05_swizzle"})
     assert "hgemm-course diff 04 05" in page and book.rung_diff(old, new).strip() in page
     assert "```diff" in page and "(../05_swizzle.ipynb)" in page
 
 
 def test_kernels_show_without_the_markers_of_their_exercise_regions():
     for rung in registry().values():
-        page = book.kernel_page(book.KernelFile(rung.kernel_path, rung), {})
+        page = book_pages.kernel_page(book.KernelFile(rung.kernel_path, rung), {})
         assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page, rung.id
         old = book.previous_rung(rung)
         if book.diffable(old, rung):
@@ -139,34 +139,34 @@ def test_kernels_show_without_the_markers_of_their_exercise_regions():
 
 
 def test_the_chapter_box_links_kernel_diff_and_exercise():
-    box = book.chapter_box("05", ["ex05_swizzle"])
+    box = book_pages.chapter_box("05", ["ex05_swizzle"])
     for target in ("kernels/k05_swizzle.md", "kernels/diff_04_05.md", "exercises/ex05_swizzle.md"):
         assert f"({target})" in box
     assert "hgemm-course check ex05_swizzle" in box
-    assert "diff_02_03" not in book.chapter_box("03", [])
-    assert book.chapter_box("00", []) is None
+    assert "diff_02_03" not in book_pages.chapter_box("03", [])
+    assert book_pages.chapter_box("00", []) is None
 
 
 @pytest.mark.parametrize("name", list(ALL_EXERCISES))
 def test_an_exercise_page_states_the_problem_and_the_command_but_not_the_answer(name):
     exercise = book.exercises()[name]
-    page = book.exercise_page(name, exercise, ALL_EXERCISES[name], None)
+    page = book_pages.exercise_page(name, exercise, ALL_EXERCISES[name], None)
     assert f"hgemm-course check {name}" in page
-    assert normalized(page).count(normalized(book.problem_statement(exercise).splitlines()[0])) == 1
-    assert normalized(book.exercise_code(exercise)) in normalized(page)
-    assert "TODO" in book.exercise_code(exercise)
+    assert normalized(page).count(normalized(book_pages.problem_statement(exercise).splitlines()[0])) == 1
+    assert normalized(book_pages.exercise_code(exercise)) in normalized(page)
+    assert "TODO" in book_pages.exercise_code(exercise)
     assert not [line for line in page.splitlines() if is_marker(line)], "the stubs show their region marks"
     leaked = [line for line in solution_lines(name) if line in normalized(page)]
     assert not leaked, f"{name}'s page shows its solution: {leaked}"
 
 
 def test_the_problem_of_a_kernel_exercise_is_its_leading_comment():
-    statement = book.problem_statement(book.exercises()["ex03_wmma"])
+    statement = book_pages.problem_statement(book.exercises()["ex03_wmma"])
     assert statement.startswith("Exercise 03") and "#include" not in statement
 
 
 def test_the_landing_page_quotes_readme_and_lists_every_chapter():
-    page = book.landing_page(ROOT, book.chapters(ROOT))
+    page = book_pages.landing_page(ROOT, book.chapters(ROOT))
     assert 'pip install -e ".[cu13,dev]" && hgemm-course tour' in page and "pytest --nbval-lax tests chapters" in page
     assert "jupyter lab chapters/" in page
     assert f"{{figure}} {book.LADDER.file}" in page and "results/ladder_h200.png" not in page   # drawn, not copied
@@ -183,7 +183,7 @@ def figures_of(page: str) -> dict[str, str]:
 def test_every_figure_of_the_site_is_drawn_from_the_records_and_names_its_command():
     drawn = {figure.file: figure for figure in book.SITE_FIGURES}
     assert all(figure.name in FIGURES for figure in book.SITE_FIGURES)
-    shown = {**figures_of(book.landing_page(ROOT, book.chapters(ROOT))), **figures_of(book.results_page())}
+    shown = {**figures_of(book_pages.landing_page(ROOT, book.chapters(ROOT))), **figures_of(book_results.results_page())}
     assert set(shown) == set(drawn)
     for file, caption in shown.items():
         assert normalized(caption).endswith(f"by `{drawn[file].command}`."), caption
@@ -194,7 +194,7 @@ def test_the_footer_names_the_licence_holder():
 
 
 def test_a_fence_outgrows_the_backticks_inside_it():
-    assert book.fenced("a ``` b", "python") == "````python\na ``` b\n````\n"
+    assert book_pages.fenced("a ``` b", "python") == "````python\na ``` b\n````\n"
 
 
 def test_book_refuses_an_out_folder_that_holds_something_else(tmp_path, capsys):
@@ -424,7 +424,7 @@ SCRIPT = "<script>window.ranFromRecord = 1</script>"
 def _planted_table() -> str:
     data = {"provenance": {"gpu": SCRIPT, "date": "2026-12-01", "driver_release": "<img src=x onerror=alert(1)>",
                            "python": "a | b `c`"}}
-    return book.provenance_table([(Path("bench_planted.json"), data)], book.BENCH_PROVENANCE)
+    return book_results.provenance_table([(Path("bench_planted.json"), data)], book_results.BENCH_PROVENANCE)
 
 
 def _as_myst_html(markdown: str) -> str:

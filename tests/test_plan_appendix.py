@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hgemm_course.course import book, plan_tables
+from hgemm_course.course import book, book_pages, book_results, plan_tables
 from hgemm_course.library.paths import REPO_ROOT
 from hgemm_course.library.plan import plan
 
@@ -17,7 +17,7 @@ def test_every_constant_shows_the_value_the_code_holds_and_names_runs_that_exist
     import hgemm_course.library.plan as plan_module
     from hgemm_course.sim import waves
 
-    assert plan_tables.Constant("plan", "SMALL_TILE_SPEED", "fit", "", "").value == plan_module.SMALL_TILE_SPEED
+    assert plan_tables.Constant("library.plan", "SMALL_TILE_SPEED", "fit", "", "").value == plan_module.SMALL_TILE_SPEED
     assert plan_tables.Constant("sim.waves", "DP_MARGIN", "margin", "", "").value == waves.DP_MARGIN
     text = plan_tables.format_constants()
     for c in plan_tables.CONSTANTS:
@@ -119,9 +119,9 @@ def test_the_appendix_is_found_after_the_chapters_and_on_the_site():
     assert [p.name for p in book.appendices(REPO_ROOT)] == ["A1_plan.ipynb"]
     pages = book.pages(REPO_ROOT)
     assert pages.index("A1_plan") == pages.index(book.chapters(REPO_ROOT)[-1].stem) + 1
-    landing = book.landing_page(REPO_ROOT, book.chapters(REPO_ROOT))
+    landing = book_pages.landing_page(REPO_ROOT, book.chapters(REPO_ROOT))
     assert ":caption: Appendices" in landing and "\nA1_plan\n" in landing
-    assert "(A1_plan.ipynb)" in book.sweep_section()
+    assert "(A1_plan.ipynb)" in book_results.sweep_section()
 
 
 def test_appendices_are_found_by_glob(tmp_path):
