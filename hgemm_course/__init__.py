@@ -16,7 +16,7 @@ except PackageNotFoundError:                    # imported from a checkout that 
     __version__ = "0+unknown"
 
 
-from .library.errors import NoGPUError  # noqa: E402  (the package's exception, raised by api.py and harness.py)
+from .library.errors import NoGPUError  # noqa: E402  (the package's exception, raised by api.py and verification.py)
 
 
 def rungs() -> list[dict]:

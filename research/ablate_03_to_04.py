@@ -34,7 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hgemm_course.measurement import harness, profile, records
+from hgemm_course.measurement import profile, records, timing, vendors, verification
 from hgemm_course.library.ladder import r03_wmma, r04_mma_sync
 from hgemm_course.library.ladder.nvrtc_kernel import launched_kernel
 
@@ -167,7 +167,7 @@ def main() -> int:
     table = {v["label"]: v for v in variants()}
     if args.launch:
         _, launch = launcher(table[args.launch])
-        a, b, _ = harness.random_inputs(args.size, args.size, args.size, xp=cupy)
+        a, b, _ = verification.random_inputs(args.size, args.size, args.size, xp=cupy)
         c = cupy.empty((args.size, args.size), cupy.float16)
         launch(a, b, c)
         launch(a, b, c)
@@ -185,12 +185,12 @@ def main() -> int:
                "registers": res.registers, "spill_bytes": res.spills, "verified": all(c.passed for c in checks),
                "verify": [c.summary() for c in checks], "timing": {}}
         for n in args.sizes if row["verified"] else ():
-            sets = harness.input_sets(n, n, n, gpu_l2)
-            vs_cublas = harness.time_paired(launch, harness.cublas, sets, warmup=5, repeats=args.repeats)
-            clocked = harness.time_with_clock(launch, sets, warmup=5, repeats=harness.MIN_REPEATS)
+            sets = timing.input_sets(n, n, n, gpu_l2)
+            vs_cublas = timing.time_paired(launch, vendors.cublas, sets, warmup=5, repeats=args.repeats)
+            clocked = timing.time_with_clock(launch, sets, warmup=5, repeats=timing.MIN_REPEATS)
             ms, cms = statistics.median(vs_cublas.fn_ms), statistics.median(vs_cublas.reference_ms)
             row["timing"][n] = {
-                "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": harness.tflops(n, n, n, ms),
+                "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": timing.tflops(n, n, n, ms),
                 "pct_cublas_pairs": [100 * c / f for f, c in zip(vs_cublas.fn_ms, vs_cublas.reference_ms)],
                 **clocked.summary()}
         if args.ncu_size and row["verified"] and args.out:

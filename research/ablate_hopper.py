@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from hgemm_course.library import tensormap
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import records, timing, vendors, verification
 from hgemm_course.library.ladder import r07_tma, r09_wgmma, r10_warp_specialized as r10, r11_persistent as r11
 from hgemm_course.library.ladder.nvrtc_kernel import TemplateKernel, loaded_module
 from hgemm_course.library.ladder.r06_supertile import grid_1d
@@ -244,7 +244,7 @@ def ring_waits(label: str, tiles, consumers: int, edits, n: int) -> dict:
     import cupy
 
     kernel = k10_kernel(tiles, consumers, (*edits, K10_RING_WAITS), "ring_waits_" + "".join(ch if ch.isalnum() else "_" for ch in label))
-    a, b, _ = harness.random_inputs(n, n, n, xp=cupy)
+    a, b, _ = verification.random_inputs(n, n, n, xp=cupy)
     c = cupy.empty((n, n), cupy.float16)
     launch = tma_launch(kernel, tiles.bm)
     launch(a, b, c)                                     # loads the module
@@ -286,12 +286,12 @@ def run_group(name: str, variants: list, sizes, repeats: int) -> list[dict]:
                "spill_bytes": res.spills, "verified": all(c.passed for c in checks),
                "verify": [c.summary() for c in checks], "timing": {}}
         for n in sizes if row["verified"] else ():
-            sets = harness.input_sets(n, n, n, gpu_l2)
-            vs_cublas = harness.time_paired(launch, harness.cublas, sets, warmup=5, repeats=repeats)
-            clocked = harness.time_with_clock(launch, sets, warmup=5, repeats=harness.MIN_REPEATS)
+            sets = timing.input_sets(n, n, n, gpu_l2)
+            vs_cublas = timing.time_paired(launch, vendors.cublas, sets, warmup=5, repeats=repeats)
+            clocked = timing.time_with_clock(launch, sets, warmup=5, repeats=timing.MIN_REPEATS)
             ms, cms = statistics.median(vs_cublas.fn_ms), statistics.median(vs_cublas.reference_ms)
             row["timing"][n] = {
-                "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": harness.tflops(n, n, n, ms),
+                "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": timing.tflops(n, n, n, ms),
                 "pct_cublas_pairs": [100 * c / f for f, c in zip(vs_cublas.fn_ms, vs_cublas.reference_ms)],
                 **(clocked.summary() if clocked else {})}
         if name == "ring_depth" and row["verified"] and label in RING_DEPTH:
@@ -325,7 +325,7 @@ def main() -> int:
     if args.launch:
         group, label = args.launch.split("/", 1)
         _, launch = dict(table[group])[label]()
-        a, b, _ = harness.random_inputs(args.size, args.size, args.size, xp=cupy)
+        a, b, _ = verification.random_inputs(args.size, args.size, args.size, xp=cupy)
         c = cupy.empty((args.size, args.size), cupy.float16)
         launch(a, b, c)
         launch(a, b, c)

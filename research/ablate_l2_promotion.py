@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from hgemm_course.library import tensormap
-from hgemm_course.measurement import harness, ncu as ncu_csv, profile, records
+from hgemm_course.measurement import ncu as ncu_csv, profile, records, timing, vendors, verification
 from hgemm_course.library.ladder import r07_tma
 
 PROMOTIONS = (256, 128, 0)
@@ -68,7 +68,7 @@ def main() -> int:
     import cupy
 
     if args.launch is not None:
-        a, b, _ = harness.random_inputs(args.size, args.size, args.size, xp=cupy)
+        a, b, _ = verification.random_inputs(args.size, args.size, args.size, xp=cupy)
         c = cupy.empty((args.size, args.size), cupy.float16)
         for _ in range(2):
             launch_with(args.launch)(a, b, c)
@@ -80,17 +80,17 @@ def main() -> int:
         launch = launch_with(promotion)
         row = {"l2_promotion": promotion, "timing": {}, "verify": []}
         for M, N, K in ((1000, 1000, 1024), *((n, n, n) for n in args.sizes)):
-            a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+            a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
             c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
             launch(a, b, c)
-            check = harness.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=K, seed=seed)
+            check = verification.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=K, seed=seed)
             row["verify"].append(check.summary())
             if not check.passed:
                 raise SystemExit(check.summary())
         for n in args.sizes:
-            sets = harness.input_sets(n, n, n, l2)
-            t = harness.time_paired(launch, harness.cublas, sets, warmup=5, repeats=args.repeats)
-            clocked = harness.time_with_clock(launch, sets)
+            sets = timing.input_sets(n, n, n, l2)
+            t = timing.time_paired(launch, vendors.cublas, sets, warmup=5, repeats=args.repeats)
+            clocked = timing.time_with_clock(launch, sets)
             ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
             row["timing"][n] = {"ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms,
                                 "pct_cublas_pairs": [100 * c / f for f, c in zip(t.fn_ms, t.reference_ms)],

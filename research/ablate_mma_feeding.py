@@ -22,7 +22,7 @@ import sys
 from importlib import import_module
 from pathlib import Path
 
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import records, timing, verification
 from hgemm_course.library.ladder.nvrtc_kernel import MmaTiles, launched_kernel
 from hgemm_course.library.tensormap import tensor_maps
 
@@ -216,11 +216,11 @@ def launcher(variant: dict):
 def verify(launch, M, N, K):
     import cupy
 
-    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
     c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
     launch(a, b, c)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    return harness.compare(c, reference, K=K, seed=seed)
+    return verification.compare(c, reference, K=K, seed=seed)
 
 
 def main() -> int:
@@ -242,7 +242,7 @@ def main() -> int:
     if args.launch:
         kernel, launch = launcher(table[args.launch])
         n = args.size
-        a, b, _ = harness.random_inputs(n, n, n, xp=cupy)
+        a, b, _ = verification.random_inputs(n, n, n, xp=cupy)
         c = cupy.full((n, n), cupy.nan, dtype=cupy.float16)
         launch(a, b, c)
         launch(a, b, c)
@@ -263,7 +263,7 @@ def main() -> int:
             print(f"{v['label']}: {args.stress - len(failed)} of {args.stress} verifications at 4096x2048x1024 passed"
                   + (f"; first failure: {failed[0]}" if failed else ""))
         return 0
-    inputs = {n: [harness.random_inputs(n, n, n, xp=cupy)[:2] + (cupy.empty((n, n), cupy.float16),)
+    inputs = {n: [verification.random_inputs(n, n, n, xp=cupy)[:2] + (cupy.empty((n, n), cupy.float16),)
                   for _ in range(2 if n <= 4096 else 1)] for n in args.sizes}
 
     def cublas(a, b, c):
@@ -282,9 +282,9 @@ def main() -> int:
         row["verify"] = [c.summary() for c in checks]
         if row["verified"]:
             for n in args.sizes:
-                cublas_ms[n] += harness.time_launches(cublas, inputs[n], warmup=3, repeats=args.repeats)
-                ms = statistics.median(harness.time_launches(launch, inputs[n], warmup=3, repeats=args.repeats))
-                row["timing"][n] = {"ms": ms, "tflops": harness.tflops(n, n, n, ms)}
+                cublas_ms[n] += timing.time_launches(cublas, inputs[n], warmup=3, repeats=args.repeats)
+                ms = statistics.median(timing.time_launches(launch, inputs[n], warmup=3, repeats=args.repeats))
+                row["timing"][n] = {"ms": ms, "tflops": timing.tflops(n, n, n, ms)}
         rows.append(row)
         print(f"{v['label']}: regs {res.registers}, spills {res.spills}, verified {row['verified']}, "
               + ", ".join(f"{n}: {t['tflops']:.1f} TF/s" for n, t in row["timing"].items()), flush=True)
@@ -299,7 +299,7 @@ def main() -> int:
         (args.out / "ablate_mma_feeding.json").write_text(json.dumps(
             {"provenance": prov, "cublas_ms": cublas, "variants": rows}, indent=1) + "\n")
     print(f"\n{'variant':<28}{'regs':>5}{'spill':>6}  " + "".join(f"{f'{n}^3 TF/s (% cuBLAS)':>24}" for n in args.sizes))
-    print(f"{'cuBLAS':<41}" + "".join(f"{harness.tflops(n, n, n, cublas[n]):>24.1f}" for n in cublas))
+    print(f"{'cuBLAS':<41}" + "".join(f"{timing.tflops(n, n, n, cublas[n]):>24.1f}" for n in cublas))
     for row in rows:
         cells = "".join(f"{row['timing'][n]['tflops']:>15.1f} ({row['timing'][n]['pct_cublas']:5.1f}%)"
                         if n in row["timing"] else f"{'FAILED verification':>24}" for n in args.sizes)

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from ablate_mma_feeding import verify         # research/, on the path when run as a script
 
-from hgemm_course.library import tensormap
-from hgemm_course.measurement import harness, records
+from hgemm_course.library import device, tensormap
+from hgemm_course.measurement import clocks, records, timing, vendors, verification
 from hgemm_course.library.ladder import r11_persistent as r11
 from hgemm_course.library.ladder.nvrtc_kernel import cdiv
 
@@ -175,7 +175,7 @@ def main() -> int:
     chosen = [table[label] for label in args.only] if args.only else list(table.values())
     if args.launch:
         n = args.size
-        a, b, _ = harness.random_inputs(n, n, n, xp=cupy)
+        a, b, _ = verification.random_inputs(n, n, n, xp=cupy)
         c = cupy.full((n, n), cupy.nan, dtype=cupy.float16)
         for _ in range(2):
             table[args.launch].launch(a, b, c)
@@ -198,14 +198,14 @@ def main() -> int:
         if not rows[v.label]["verified"]:
             print("\n".join(c for c in rows[v.label]["verify"] if "ok" not in c))
     timed = [v for v in chosen if rows[v.label]["verified"]]
-    gpu, clock = harness.device.require_gpu("Timing"), harness.sm_clock_reader()
+    gpu, clock = device.require_gpu("Timing"), clocks.sm_clock_reader()
     for n in args.sizes:
-        inputs = harness.input_sets(n, n, n, gpu.l2_bytes)
-        harness.settle(harness.cublas, inputs)
+        inputs = timing.input_sets(n, n, n, gpu.l2_bytes)
+        timing.settle(vendors.cublas, inputs)
         for rnd in range(args.rounds):
             for v in timed:
-                pair = harness.time_paired(v.launch, harness.cublas, inputs, warmup=5, repeats=args.repeats,
-                                           clock=clock).summary()
+                pair = timing.time_paired(v.launch, vendors.cublas, inputs, warmup=5, repeats=args.repeats,
+                                          clock=clock).summary()
                 rows[v.label]["timing"][n].append({"round": rnd, **pair})
                 print(f"{n}^3 round {rnd} {v.label}: {pair['pct_cublas']:.1f}% of cuBLAS", flush=True)
     if args.out:

@@ -20,7 +20,7 @@ import cupy
 
 import hgemm_course
 from hgemm_course.library import device, plan
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import clocks, records, timing, vendors, verification
 from hgemm_course.library.ladder import r12_streamk as r12
 
 SHAPES = ["256x256x65536", "512x512x16384", "384x768x24576", "100x1000x9992", "200x136x20000",
@@ -61,7 +61,7 @@ def main() -> int:
     ap.add_argument("--ncu", default=None, help="MxNxK: launch each part twice, for ncu")
     args = ap.parse_args()
     device.require_gpu("apart anatomy")
-    torch_mm = harness.vendors().get(harness.CUBLASLT_NAME)
+    torch_mm = vendors.vendors().get(vendors.CUBLASLT_NAME)
     l2 = cupy.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
     if args.ncu:
         M, N, K = (int(x) for x in args.ncu.split("x"))
@@ -74,11 +74,11 @@ def main() -> int:
         cupy.cuda.Device().synchronize()
         return 0
     rows = []
-    clock = harness.sm_clock_reader()
+    clock = clocks.sm_clock_reader()
     for shape in args.shapes:
         M, N, K = (int(x) for x in shape.split("x"))
         sets = []
-        for _ in range(harness.input_sets_needed(M, N, K, l2)):
+        for _ in range(timing.input_sets_needed(M, N, K, l2)):
             a = cupy.random.uniform(-1, 1, (M, K), dtype=cupy.float32).astype(cupy.float16)
             b = cupy.random.uniform(-1, 1, (K, N), dtype=cupy.float32).astype(cupy.float16)
             sets.append((a, b, cupy.empty((M, N), cupy.float16)))
@@ -90,7 +90,7 @@ def main() -> int:
         c = sets[0][2]
         c.fill(cupy.nan)
         calls["whole"][0]()
-        check = harness.compare(c, ref, K=K)
+        check = verification.compare(c, ref, K=K)
         row = {"M": M, "N": N, "K": K, "tiles": [p.options["tiles"].bm, p.options["tiles"].bn],
                "check": str(check), "input_sets": len(sets)}
         for name, fns in calls.items():

@@ -6,7 +6,7 @@ Each rung runs, pipelined (no sync between calls, the same inputs), in these way
 order every round so that the power-limited clock's drift falls alike on all of them:
 
   kernel      the loaded kernel called with its grid, block and arguments worked out beforehand
-  launch      the rung's launcher into a preallocated C (what the harness times)
+  launch      the rung's launcher into a preallocated C (what bench times)
   gemm_out    hgemm_course.gemm(a, b, rung, out=c)
   gemm        hgemm_course.gemm(a, b, rung): C from CuPy's pool with cupy.empty
   fill_first  cupy.full(0) then the launcher: what gemm() did before it stopped filling C (timed in
@@ -32,7 +32,7 @@ import cupy
 import numpy as np
 
 import hgemm_course
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import records, verification
 from hgemm_course.library.ladder import get, registry
 from hgemm_course.library.ladder.nvrtc_kernel import TemplateKernel
 
@@ -97,16 +97,16 @@ def main() -> int:
     args = p.parse_args()
     rungs = [get(r) for r in args.rungs] or [r for r in registry().values() if r.backend == "nvrtc"]
     rng = random.Random(0)
-    small = harness.random_inputs(256, 256, 256, seed=2, xp=cupy)[:2]
+    small = verification.random_inputs(256, 256, 256, seed=2, xp=cupy)[:2]
     rows = []
     for n in args.sizes:
-        a, b, _ = harness.random_inputs(n, n, n, seed=1, xp=cupy)
+        a, b, _ = verification.random_inputs(n, n, n, seed=1, xp=cupy)
         reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
         c = cupy.empty((n, n), cupy.float16)
         for rung in rungs:
             c.fill(cupy.nan)
             hgemm_course.gemm(a, b, rung.id, out=c)
-            check = harness.compare(c, reference, K=n, rung=rung.id, seed=1, backend="gpu")
+            check = verification.compare(c, reference, K=n, rung=rung.id, seed=1, backend="gpu")
             if not check.passed:
                 print(f"rung {rung.id} at {n}^3: gemm(out=) is wrong: {check}")
                 return 1

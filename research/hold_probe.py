@@ -1,7 +1,7 @@
 """Question: at shapes whose kernels run for tens of microseconds, how much of what the paired timing reported
 was the host preparing each launch? Each shape is timed, paired with cuBLAS, in rounds that alternate two ways
 of queuing the launches: one by one as the host prepares them ("unheld"), and all of a batch behind a
-harness.StreamHold ("held"), so that they run back to back. Beside them, the host's own time per launch of
+timing.StreamHold ("held"), so that they run back to back. Beside them, the host's own time per launch of
 gemm()'s plan and of cuBLAS (cupy.matmul), taken while a hold keeps the GPU from running anything.
 Result file: results/hold_probe_<gpu>_<date>.json (written with --out)."""
 from __future__ import annotations
@@ -11,14 +11,14 @@ import time
 
 import cupy
 
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import clocks, records, timing, vendors
 from hgemm_course.library.plan import _launch_planned, plan
 
 SHAPES = [(1024, 1024, 1024), (1024, 4096, 2048), (2176, 2944, 1024), (2048, 2688, 3072), (2560, 2304, 2560),
           (4608, 2304, 1536), (2500, 2504, 2504), (2048, 2048, 2048), (4096, 4096, 4096)]
 
 
-class Unheld(harness.StreamHold):
+class Unheld(timing.StreamHold):
     """No hold: each launch is queued as the host prepares it, as the timing was before the hold."""
 
     def __enter__(self):
@@ -30,7 +30,7 @@ class Unheld(harness.StreamHold):
 
 def host_us_per_launch(fn, sets, launches: int = 20) -> float:
     """Microseconds the host spends in ``fn`` per call, measured while a hold keeps the stream from starting."""
-    with harness.StreamHold():
+    with timing.StreamHold():
         start = time.perf_counter()
         for i in range(launches):
             fn(*sets[i % len(sets)])
@@ -47,20 +47,20 @@ def main() -> None:
     ap.add_argument("--shapes", nargs="+", default=None, help="MxNxK to time (default: SHAPES)")
     args = ap.parse_args()
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
-    held_hold = harness.StreamHold
+    held_hold = timing.StreamHold
     report = {"timing": [], "host_us": []}
-    clock = harness.sm_clock_reader()
+    clock = clocks.sm_clock_reader()
     for M, N, K in shapes:
-        sets = harness.input_sets(M, N, K, 60 << 20)
-        harness.settle(harness.cublas, sets)
+        sets = timing.input_sets(M, N, K, 60 << 20)
+        timing.settle(vendors.cublas, sets)
         for rnd in range(args.rounds):
             for queuing in ("unheld", "held"):
-                harness.StreamHold = held_hold if queuing == "held" else Unheld
+                timing.StreamHold = held_hold if queuing == "held" else Unheld
                 try:
-                    t = harness.time_paired(_launch_planned, harness.cublas, sets, warmup=5, repeats=args.repeats,
-                                            clock=clock)
+                    t = timing.time_paired(_launch_planned, vendors.cublas, sets, warmup=5, repeats=args.repeats,
+                                           clock=clock)
                 finally:
-                    harness.StreamHold = held_hold
+                    timing.StreamHold = held_hold
                 got = t.summary()
                 report["timing"].append({"queuing": queuing, "shape": [M, N, K], "round": rnd, **got,
                                          "plan": f"rung {plan(M, N, K).rung} {plan(M, N, K).options_text()}"})
@@ -68,7 +68,7 @@ def main() -> None:
                       f"{1e3 * got['cublas_ms']:7.1f} us, {got['pct_cublas']:5.1f}%", flush=True)
         # after the timing: every input set has been launched on, so no first-call work (the kernel's build, the
         # tensor maps of new buffers) is counted
-        for fn, name in ((_launch_planned, "plan"), (harness.cublas, "cublas")):
+        for fn, name in ((_launch_planned, "plan"), (vendors.cublas, "cublas")):
             report["host_us"].append({"shape": [M, N, K], "launcher": name, "host_us": host_us_per_launch(fn, sets)})
         del sets
         cupy.get_default_memory_pool().free_all_blocks()

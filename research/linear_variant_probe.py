@@ -56,21 +56,21 @@ def model(n: int) -> dict:
 def run(n: int) -> int:
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
     from hgemm_course.library.build import compile_cuda
 
     kernel = linear_kernel()
     compiled = compile_cuda(linear_source(), name_expressions=(kernel.name_expression,))
     fn = compiled.function(kernel.name_expression)
     fn.max_dynamic_shared_size_bytes = kernel.smem_bytes
-    a, b, seed = harness.random_inputs(n, n, n, xp=cupy)
+    a, b, seed = verification.random_inputs(n, n, n, xp=cupy)
     c = cupy.full((n, n), cupy.nan, dtype=cupy.float16)
     args = (a, b, c, np.int32(n), np.int32(n), np.int32(n))
     for _ in range(2):                     # a warm-up, then the launch ncu profiles
         fn(kernel.grid(n, n), (kernel.threads,), args, shared_mem=kernel.smem_bytes)
     cupy.cuda.runtime.deviceSynchronize()
-    check = harness.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=n, rung="04-linear",
-                            seed=seed)
+    check = verification.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=n, rung="04-linear",
+                                 seed=seed)
     print(f"{kernel.name_expression}: {check.summary()}", file=sys.stderr)
     return 0 if check.passed else 1
 

@@ -7,7 +7,7 @@ import argparse
 
 import cupy
 
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import clocks, records, timing, vendors, verification
 from hgemm_course.library.ladder import get, r12_streamk
 
 VERIFY_SHAPES = [(257, 136, 72), (128, 256, 64), (64, 64, 16384), (1000, 1992, 8192), (300, 5000, 1000),
@@ -24,16 +24,16 @@ def main() -> None:
     report = {"verify": [], "repeat": [], "timing": []}
     for sk in (0, 1, 2):
         for M, N, K in VERIFY_SHAPES:
-            a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+            a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
             c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
             r12_streamk.launch(a, b, c, sk_waves=sk)
-            res = harness.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=K, rung="12",
-                                  seed=seed)
+            res = verification.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=K, rung="12",
+                                       seed=seed)
             report["verify"].append({"sk_waves": sk, "shape": [M, N, K], "passed": res.passed,
                                      "rel_fro_err": res.rel_fro_err, "summary": res.summary()})
             print(f"verify sk={sk} {M}x{N}x{K}: {res.summary()}", flush=True)
     for M, N, K in [(3072, 3072, 3072), (2048, 2048, 16384), (1000, 1992, 8192)]:
-        a, b, _ = harness.random_inputs(M, N, K, xp=cupy)
+        a, b, _ = verification.random_inputs(M, N, K, xp=cupy)
         first = cupy.empty((M, N), dtype=cupy.float16)
         r12_streamk.launch(a, b, first)
         same = 0
@@ -43,16 +43,16 @@ def main() -> None:
             same += bool(cupy.array_equal(c.view(cupy.uint16), first.view(cupy.uint16)))
         report["repeat"].append({"shape": [M, N, K], "bit_identical_of_50": same})
         print(f"repeat {M}x{N}x{K}: {same}/50 bit-identical", flush=True)
-    clock = harness.sm_clock_reader()
+    clock = clocks.sm_clock_reader()
     rung11 = get("11")
     for M, N, K in TIME_SHAPES:
-        sets = harness.input_sets(M, N, K, 60 << 20)
-        harness.settle(harness.cublas, sets)
+        sets = timing.input_sets(M, N, K, 60 << 20)
+        timing.settle(vendors.cublas, sets)
         variants = {"11": rung11.launch}
         for sk in (0, 1, 2):
             variants[f"12 sk_waves={sk}"] = lambda a, b, c, sk=sk: r12_streamk.launch(a, b, c, sk_waves=sk)
         for name, fn in variants.items():
-            t = harness.time_paired(fn, harness.cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
+            t = timing.time_paired(fn, vendors.cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
             got = t.summary()
             report["timing"].append({"variant": name, "shape": [M, N, K], **got})
             print(f"time {M}x{N}x{K} {name:>14}: {got['ms']:.3f} ms, {got['pct_cublas']:5.1f}% of cuBLAS "

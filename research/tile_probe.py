@@ -17,7 +17,7 @@ from functools import partial
 
 import cupy
 
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import clocks, records, timing, vendors, verification
 from hgemm_course.library.ladder import r11_persistent, r12_streamk
 from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
 from hgemm_course.library.plan import _launch_planned, plan
@@ -79,23 +79,23 @@ def main() -> None:
     report = {"verify": [], "timing": []}
     for name, fn in variants.items():
         for M, N, K in VERIFY_SHAPES:
-            a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+            a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
             c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
             fn(a, b, c)
-            res = harness.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=K, rung=name,
-                                  seed=seed)
+            res = verification.compare(c, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)), K=K, rung=name,
+                                       seed=seed)
             report["verify"].append({"variant": name, "shape": [M, N, K], "passed": res.passed,
                                      "rel_fro_err": res.rel_fro_err, "summary": res.summary()})
             print(f"verify {name} {M}x{N}x{K}: {res.summary()}", flush=True)
     failed = {v["variant"] for v in report["verify"] if not v["passed"]}
-    clock = harness.sm_clock_reader()
+    clock = clocks.sm_clock_reader()
     for M, N, K in time_shapes:
-        sets = harness.input_sets(M, N, K, 60 << 20)
-        harness.settle(harness.cublas, sets)
+        sets = timing.input_sets(M, N, K, 60 << 20)
+        timing.settle(vendors.cublas, sets)
         for rnd, (name, fn) in ((r, v) for r in range(args.rounds) for v in variants.items()):
             if name in failed:
                 continue
-            t = harness.time_paired(fn, harness.cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
+            t = timing.time_paired(fn, vendors.cublas, sets, warmup=5, repeats=args.repeats, clock=clock)
             got = t.summary()
             p = plan(M, N, K)
             report["timing"].append({"variant": name, "shape": [M, N, K], **got,

@@ -25,7 +25,7 @@ from pathlib import Path
 import cupy
 
 import hgemm_course
-from hgemm_course.measurement import harness, records
+from hgemm_course.measurement import records, timing, vendors, verification
 from hgemm_course.library.ladder import r11_persistent as r11
 from hgemm_course.library.ladder import r12_streamk as r12
 
@@ -76,7 +76,7 @@ def candidates(M, N, K):
 
 def torch_matmul():
     """torch.matmul (cuBLASLt) on views of the CuPy arrays, as bench times it; None without PyTorch."""
-    return harness.vendors().get(harness.CUBLASLT_NAME)
+    return vendors.vendors().get(vendors.CUBLASLT_NAME)
 
 
 def torch_version():
@@ -89,7 +89,7 @@ def torch_version():
 
 def inputs(M, N, K, l2):
     sets = []
-    for _ in range(harness.input_sets_needed(M, N, K, l2)):
+    for _ in range(timing.input_sets_needed(M, N, K, l2)):
         a = cupy.random.uniform(-1, 1, (M, K), dtype=cupy.float32).astype(cupy.float16)
         b = cupy.random.uniform(-1, 1, (K, N), dtype=cupy.float32).astype(cupy.float16)
         sets.append((a, b, cupy.empty((M, N), cupy.float16)))
@@ -99,7 +99,7 @@ def inputs(M, N, K, l2):
 def verified(fn, a, b, reference, K):
     c = cupy.full(reference.shape, cupy.nan, cupy.float16)
     fn(a, b, c)
-    return harness.compare(c, reference, K=K)
+    return verification.compare(c, reference, K=K)
 
 
 def main() -> int:
@@ -116,7 +116,7 @@ def main() -> int:
     torch_mm = torch_matmul()
     rng = random.Random(0)
     gemm = lambda a, b, c: hgemm_course.gemm(a, b, out=c)           # noqa: E731
-    vendors = {"cupy": harness.cublas, **({"torch": torch_mm} if torch_mm else {})}
+    libraries = {"cupy": vendors.cublas, **({"torch": torch_mm} if torch_mm else {})}
 
     # host time per call, where the kernel is shorter than the call
     import sys
@@ -129,11 +129,11 @@ def main() -> int:
     for M, N, K in () if args.skip_host else ((256, 256, 256), (16, 4096, 4096), (2048, 2048, 2048), (1000, 1000, 1000),
                                                (256, 256, 65536), (200, 136, 20000)):
         a, b, c = inputs(M, N, K, 0)[0]
-        fns = {"gemm_out": gemm, **vendors, "kernel": (lambda k: lambda a, b, c: k())(kernel_call(planned_rung(), a, b, c))}
+        fns = {"gemm_out": gemm, **libraries, "kernel": (lambda k: lambda a, b, c: k())(kernel_call(planned_rung(), a, b, c))}
         for fn in fns.values():
             fn(a, b, c)
         # host microseconds per call, the calls queued behind a stream hold, the callers' holds taken in turn
-        host[f"{M}x{N}x{K}"] = dict(zip(fns, harness.host_us_paired(tuple(fns.values()), a, b, c)))
+        host[f"{M}x{N}x{K}"] = dict(zip(fns, timing.host_us_paired(tuple(fns.values()), a, b, c)))
         print("host us", M, N, K, {k: round(v, 1) for k, v in host[f"{M}x{N}x{K}"].items()}, flush=True)
         if M == 256:
             prof = cProfile.Profile()
@@ -156,7 +156,7 @@ def main() -> int:
         sets = inputs(M, N, K, gpu.l2_bytes)
         a, b, _ = sets[0]
         reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-        variants = {**vendors, "plan": gemm}
+        variants = {**libraries, "plan": gemm}
         if 2 * M * N * K <= BIG_FLOPS or args.shapes:
             variants.update(candidates(M, N, K))
         checks = {}
@@ -174,18 +174,18 @@ def main() -> int:
         del reference
         ms = {name: [] for name in variants}
         for fn in variants.values():
-            harness.time_launches(fn, sets, warmup=3, repeats=3)
+            timing.time_launches(fn, sets, warmup=3, repeats=3)
         for _ in range(args.rounds):
             for name in rng.sample(list(variants), len(variants)):
-                ms[name].append(statistics.median(harness.time_launches(variants[name], sets, warmup=2, repeats=20)))
-        vendor_ms = [min(ms[v][i] for v in vendors) for i in range(args.rounds)]
+                ms[name].append(statistics.median(timing.time_launches(variants[name], sets, warmup=2, repeats=20)))
+        vendor_ms = [min(ms[v][i] for v in libraries) for i in range(args.rounds)]
         row = {"M": M, "N": N, "K": K, "input_sets": len(sets), "ms": ms, "checks": checks,
                "vendor_ms": vendor_ms,
                "pct_best_vendor": {name: 100 * statistics.median(v / m for v, m in zip(vendor_ms, ms[name]))
                                    for name in variants}}
         rows.append(row)
         best = sorted(row["pct_best_vendor"].items(), key=lambda kv: -kv[1])
-        fast = min(vendors, key=lambda v: statistics.median(ms[v]))
+        fast = min(libraries, key=lambda v: statistics.median(ms[v]))
         print(f"{M:>6}x{N:>6}x{K:>6} vendor {fast} {statistics.median(vendor_ms) * 1e3:8.1f} us | "
               + " ".join(f"{k}={v:.0f}" for k, v in best), flush=True)
         del sets

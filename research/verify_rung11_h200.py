@@ -16,7 +16,7 @@ A hung kernel cannot be interrupted, so nothing here waits on one blindly: each 
 event for at most --check-budget seconds and otherwise writes what it has and exits (3); the whole
 run has a --budget after which faulthandler prints every thread's stack and exits (1).
 
-Timing is hgemm_course.measurement.harness.bench's: each rung verified again and timed with CUDA events per launch,
+Timing is hgemm_course.measurement.bench.bench's: each rung verified again and timed with CUDA events per launch,
 --rounds x 10 launches after a warm-up, cuBLAS timed before and after each rung in the same process,
 input sets rotated past L2, medians.
 Exit status: 0 when everything was right, 1 on any wrong result or error, 3 on a hang.
@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hgemm_course.measurement import harness
+from hgemm_course.measurement import bench, verification
 from hgemm_course.measurement.records import provenance
 from hgemm_course.library.ladder import get, r10_warp_specialized, r11_persistent
 from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
@@ -111,8 +111,8 @@ def check(rung: str, a, b, reference, kwargs: dict, budget_s: float) -> dict:
     finite = nonfinite == 0
     rel = float(cupy.linalg.norm(c32 - reference) / (cupy.linalg.norm(reference) or 1.0)) if finite else float("inf")
     max_err = float(cupy.abs(c32 - reference).max()) / ref_max if finite else float("inf")
-    passed = finite and rel < harness.REL_FRO_TOL and max_err <= harness.MAX_ERR_TOL
-    first_bad = None if passed else harness.compare(c, reference, K=K, rung=rung).first_bad
+    passed = finite and rel < verification.REL_FRO_TOL and max_err <= verification.MAX_ERR_TOL
+    first_bad = None if passed else verification.compare(c, reference, K=K, rung=rung).first_bad
     return {"rel_fro_err": rel, "max_err": max_err, "nonfinite": nonfinite, "first_bad": first_bad,
             "passed": passed, "seconds": round(seconds, 4)}
 
@@ -166,7 +166,7 @@ def main(argv=None) -> int:
             if (M, N, K) not in reference_of:
                 reference_of.clear()
                 cupy.get_default_memory_pool().free_all_blocks()
-                a, b, _ = harness.random_inputs(M, N, K, seed=M + 3 * N + 7 * K, xp=cupy)
+                a, b, _ = verification.random_inputs(M, N, K, seed=M + 3 * N + 7 * K, xp=cupy)
                 reference_of[(M, N, K)] = (a, b, cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32)))
             a, b, reference = reference_of[(M, N, K)]
             entry.update(check(rung, a, b, reference, kwargs, args.check_budget))
@@ -197,9 +197,9 @@ def main(argv=None) -> int:
     if status == 0:
         other = dataclasses.replace(get("11"), id=f"11 cluster {OTHER_CLUSTER['cluster_m']}",
                                     launch=functools.partial(r11_persistent.launch, **OTHER_CLUSTER))
-        records = harness.bench([get("10"), get("11"), other], args.sizes, repeats=10 * args.rounds, progress=False)
+        records = bench.bench([get("10"), get("11"), other], args.sizes, repeats=10 * args.rounds, progress=False)
         out["bench"] = [r.as_dict() for r in records]
-        table = harness.format_table(records)
+        table = bench.format_table(records)
     write()
     faulthandler.cancel_dump_traceback_later()
 

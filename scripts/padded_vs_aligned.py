@@ -41,7 +41,7 @@ import torch
 
 import hgemm_course
 from hgemm_course.library import api, padded
-from hgemm_course.measurement import harness
+from hgemm_course.measurement import verification
 
 PAIRS = ("1001x1003x1005:1000x1000x1008", "777x1001x1113:777x1000x1112", "2047x2049x2051:2048x2048x2048",
          "4095x4095x4095:4096x4096x4096")
@@ -116,7 +116,7 @@ def wrong(call, sets) -> str | None:
         for _ in range(2):                        # the second through what the first kept
             c.fill(cupy.nan)
             call(i)
-            result = harness.compare(c, reference, K=a.shape[1])
+            result = verification.compare(c, reference, K=a.shape[1])
             if not result.passed:
                 return f"set {i}: {result}"
     return None

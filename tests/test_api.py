@@ -288,13 +288,13 @@ def test_gemm_pads_a_shape_off_the_multiples_and_is_right(M, N, K):
     from NumPy operands."""
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
 
-    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    assert harness.compare(hgemm_course.gemm(a, b), reference, K=K, seed=seed).passed
+    assert verification.compare(hgemm_course.gemm(a, b), reference, K=K, seed=seed).passed
     out = cupy.full((M, N), cupy.nan, cupy.float16)
     assert hgemm_course.gemm(a, b, out=out) is out
-    assert harness.compare(out, reference, K=K, seed=seed).passed
+    assert verification.compare(out, reference, K=K, seed=seed).passed
     c = hgemm_course.gemm(a.get(), b.get())
-    assert isinstance(c, np.ndarray) and harness.compare(c, reference, K=K, seed=seed).passed
+    assert isinstance(c, np.ndarray) and verification.compare(c, reference, K=K, seed=seed).passed

@@ -1,9 +1,9 @@
-"""What every "% of" figure is of: harness.baseline_label, and the label each figure's data and each table carry,
+"""What every "% of" figure is of: vendors.baseline_label, and the label each figure's data and each table carry,
 for records timed against cupy.matmul alone (no ``vendor`` field), against cuBLASLt, and against each in turn."""
 import pytest
 
-from hgemm_course.measurement import harness, records
-from hgemm_course.measurement.harness import CUBLAS_NAME, CUBLASLT_NAME, baseline_label
+from hgemm_course.measurement import records, vendors
+from hgemm_course.measurement.vendors import CUBLAS_NAME, CUBLASLT_NAME, baseline_label
 
 MIXED_LABEL = "the faster of cuBLAS and cuBLASLt at each shape"
 
@@ -39,8 +39,8 @@ def test_per_shape_names_the_rungs_where_one_shape_had_both():
 def test_baseline_note_says_both_were_timed_where_one_won_everywhere():
     timed = {CUBLAS_NAME: 1.0, CUBLASLT_NAME: 0.9}
     records = [rec("11", 4096, 99.0, CUBLASLT_NAME, vendor_ms=timed)]
-    assert harness.baseline_note(records) == f"baseline: {CUBLASLT_NAME}, the faster of cuBLAS and cuBLASLt at every shape"
-    assert harness.baseline_note(MIXED) == f"baseline: {baseline_label(MIXED, per_shape=True)}"
+    assert vendors.baseline_note(records) == f"baseline: {CUBLASLT_NAME}, the faster of cuBLAS and cuBLASLt at every shape"
+    assert vendors.baseline_note(MIXED) == f"baseline: {baseline_label(MIXED, per_shape=True)}"
 
 
 @pytest.mark.parametrize("records, label", [(OLD, CUBLAS_NAME), (TORCH, CUBLASLT_NAME), (MIXED, MIXED_LABEL)])
@@ -67,10 +67,10 @@ def test_the_ladder_headline_names_the_rungs_own_baseline():
     assert f"level with {CUBLASLT_NAME}" in title
 
 
-@pytest.mark.parametrize("records, label", [(OLD, CUBLAS_NAME), (TORCH, CUBLASLT_NAME)])
-def test_the_readme_table_and_the_summary_name_the_baseline(records, label):
-    assert f"% is of {label}, timed launch by launch" in records.ladder_markdown(records)
-    summary = records.ladder_summary(records, sizes=(2048, 4096))
+@pytest.mark.parametrize("rows, label", [(OLD, CUBLAS_NAME), (TORCH, CUBLASLT_NAME)])
+def test_the_readme_table_and_the_summary_name_the_baseline(rows, label):
+    assert f"% is of {label}, timed launch by launch" in records.ladder_markdown(rows)
+    summary = records.ladder_summary(rows, sizes=(2048, 4096))
     assert summary["baseline"] == label
     text = records.format_ladder_summary(summary)
     assert text.splitlines()[0] == f"% of {label}:" and f"% of {label} at 4096^3 (1 run)." in text
@@ -99,7 +99,7 @@ def test_the_summary_gives_each_cell_over_all_its_runs_and_calls_a_spread_across
 
 def test_a_baseline_of_many_shapes_is_told_in_counts_on_one_short_line():
     records = [rec("11", n, 99.0, CUBLAS_NAME if n % 2 else CUBLASLT_NAME) for n in range(1000, 1060)]
-    note = harness.baseline_note(records)
-    assert len(note) <= harness.BASELINE_WIDTH + 60
+    note = vendors.baseline_note(records)
+    assert len(note) <= vendors.BASELINE_WIDTH + 60
     assert f"{CUBLASLT_NAME} at 30 shapes; {CUBLAS_NAME} at 30 shapes" in note and "--json" in note
-    assert harness.baseline_note(MIXED) == f"baseline: {baseline_label(MIXED, per_shape=True)}"   # short: in full
+    assert vendors.baseline_note(MIXED) == f"baseline: {baseline_label(MIXED, per_shape=True)}"   # short: in full

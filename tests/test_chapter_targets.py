@@ -1,7 +1,7 @@
 """The chapters' calls on a learner's GPU (hgemm_course.course.chapter): what the GPU runs is measured, what it cannot run
 is refused in one line and shown from the H200's records, and nothing raises.
 
-The GPU is faked at the driver probe (an RTX 4090, an RTX 5080, a T4, or none), and the harness's ``bench`` and
+The GPU is faked at the driver probe (an RTX 4090, an RTX 5080, a T4, or none), and measurement's ``bench`` and
 ``verify`` (and the ceilings and limits runs) are replaced by recorders: no kernel is launched. Each test runs in its
 own folder, where a measured cell writes ./hgemm-results/, with the provenance of a run on 2026-12-04."""
 import json
@@ -12,9 +12,10 @@ import pytest
 from conftest import FAKE_GPUS
 from hgemm_course.course import chapter
 from hgemm_course.library import device, target
-from hgemm_course.measurement import ceilings, harness, limits, records
+from hgemm_course.measurement import bench, ceilings, limits, records, timing, verification
 from hgemm_course.library.device import GpuInfo
-from hgemm_course.measurement.harness import BenchRecord, VerifyResult
+from hgemm_course.measurement.bench import BenchRecord
+from hgemm_course.measurement.verification import VerifyResult
 from hgemm_course.library.ladder import get, registry
 from hgemm_course.measurement.roofline import recorded_ceilings
 
@@ -39,7 +40,7 @@ def _provenance(extra=None):
 
 @pytest.fixture
 def calls(monkeypatch, tmp_path):
-    """What the chapter asked the harness (and the ceilings and limits runs) to do, in order."""
+    """What the chapter asked bench and verify (and the ceilings and limits runs) to do, in order."""
     asked = []
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(chapter.RECORD_ENV, raising=False)
@@ -49,7 +50,7 @@ def calls(monkeypatch, tmp_path):
         asked.append(("verify", rung, (M, N, K)))
         return VerifyResult(rung, M, N, K, 0, 1e-4, 1e-4, 0)
 
-    def bench(rungs, sizes, **kwargs):
+    def fake_bench(rungs, sizes, **kwargs):
         asked.append(("bench", list(rungs), list(sizes)))
         assert kwargs.get("skipped") == [], "bench is given a skipped list, and nothing it would skip"
         return [BenchRecord(r, n, n, n, 1.0, 100.0, 0.8, 125.0, 80.0) for n in sizes for r in rungs]
@@ -62,8 +63,8 @@ def calls(monkeypatch, tmp_path):
         asked.append(("limits",))
         return records.write_run([{"fake": True}], kind="limits", folder=folder), {"fake": True}
 
-    monkeypatch.setattr(harness, "verify", verify)
-    monkeypatch.setattr(harness, "bench", bench)
+    monkeypatch.setattr(verification, "verify", verify)
+    monkeypatch.setattr(bench, "bench", fake_bench)
     monkeypatch.setattr(ceilings, "measure_ceilings", measure_ceilings)
     monkeypatch.setattr(limits, "run_all", run_all)
     monkeypatch.setattr(limits, "format_limits", lambda data: "the limits table")
@@ -97,7 +98,7 @@ def test_a_4090_times_05_and_06_and_shows_07_recorded(gpu, calls, capsys):
     (path,) = (Path("hgemm-results")).glob("bench_*.json")
     assert f"measured on NVIDIA GeForce RTX 4090, 2026-12-04, written to {path.resolve()}:" in out
     assert [(r["rung"], r["M"]) for r in json.loads(path.read_text())["records"]] == [("05", 4096), ("06", 4096)]
-    line = harness.refusal_here(get("07"))
+    line = verification.refusal_here(get("07"))
     assert line.endswith("; its recorded H200 figures are shown instead") and "this NVIDIA GeForce RTX 4090 is sm_89" in line
     assert out.count(line) == 1
     recorded = out[out.index(line):]
@@ -120,7 +121,7 @@ def test_wgmma_is_refused_in_one_line_and_shown_recorded(gpu, calls, capsys):
     chapter.run_or_show(["09"], SHAPES, [4096, 8192])
     out = capsys.readouterr().out
     assert calls == []
-    line = harness.refusal_here(get("09"))
+    line = verification.refusal_here(get("09"))
     assert line.startswith("rung 09 (wgmma) needs wgmma (sm_90a only: H100/H200); this ")
     assert out.startswith(line + "\nRECORDED on the NVIDIA H200 (")
     assert {row.split()[0] for row in out.splitlines() if row[:2].isdigit()} == {"09"}
@@ -132,7 +133,7 @@ def test_a_t4_times_only_the_numba_rungs(gpu, calls, capsys):
     rows = chapter.bench_or_show(["02", "03"], [4096])
     out = capsys.readouterr().out
     assert calls == [("bench", ["02"], [4096])]
-    assert "measured on Tesla T4, 2026-12-04, written to " in out and harness.refusal_here(get("03")) in out
+    assert "measured on Tesla T4, 2026-12-04, written to " in out and verification.refusal_here(get("03")) in out
     assert [r["rung"] for r in rows if "file" not in r] == ["02"]
     assert {r["rung"] for r in rows if "file" in r} == {"03"}
 
@@ -186,7 +187,7 @@ def test_chapter_08s_experiments_run_only_where_rung_07_does(gpu, calls, capsys)
         assert out == f"measured on NVIDIA GeForce RTX 5080, 2026-12-04, written to {path.resolve()}:\nthe limits table\n"
     else:
         assert calls == [] and "occupancy_cliff" in data
-        assert out.startswith(harness.refusal_here(get("07")) + "\nRECORDED on the NVIDIA H200 (limits_")
+        assert out.startswith(verification.refusal_here(get("07")) + "\nRECORDED on the NVIDIA H200 (limits_")
 
 
 @pytest.mark.parametrize("gpu", ["RTX 4090"], indirect=True)
@@ -299,9 +300,9 @@ def test_a_comparison_measured_here_is_written_and_named(gpu, calls, monkeypatch
     from types import SimpleNamespace as NS
 
     monkeypatch.setitem(sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(attributes={"L2CacheSize": 64 << 20}))))
-    monkeypatch.setattr(harness, "input_sets", lambda *a: ["sets"])
-    monkeypatch.setattr(harness, "time_paired", lambda *a, **k: NS(fn_ms=[0.9, 0.91, 0.89, 0.9], reference_ms=[1.0] * 4))
-    monkeypatch.setattr(harness, "time_with_clock",
+    monkeypatch.setattr(timing, "input_sets", lambda *a: ["sets"])
+    monkeypatch.setattr(timing, "time_paired", lambda *a, **k: NS(fn_ms=[0.9, 0.91, 0.89, 0.9], reference_ms=[1.0] * 4))
+    monkeypatch.setattr(timing, "time_with_clock",
                         lambda launch, sets: NS(launches=[NS(cycles=c) for c in (100.0, 101.0, 99.0, 100.0)]))
     found = chapter.compare_or_show("05", "06", 4096)
     out = capsys.readouterr().out

@@ -409,7 +409,7 @@ def test_the_gpu_runs_c_is_compared_here_and_a_bad_report_is_a_fail(tmp_path):
 
     from hgemm_course.check.feedback import Failure
     from hgemm_course.check.kernel_exercise import _compare_c, gpu_results
-    from hgemm_course.measurement.harness import random_inputs
+    from hgemm_course.measurement.verification import random_inputs
 
     M, N, K, seed = 40, 24, 32, 7
     a, b, _ = random_inputs(M, N, K, seed=seed)

@@ -43,7 +43,7 @@ def test_diff_shows_only_the_rungs_sources(capsys):
 
 
 def test_results_json_reads_a_results_folder(tmp_path, capsys):
-    from hgemm_course.measurement.harness import BenchRecord
+    from hgemm_course.measurement.bench import BenchRecord
     from hgemm_course.measurement.records import write_run
 
     write_run([BenchRecord("02", 2048, 2048, 2048, 1.0, 17.2, 0.1, 171.8, 10.0, [1.0] * 20, [0.1] * 20)],

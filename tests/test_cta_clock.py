@@ -93,7 +93,7 @@ def test_a_timed_launch_gives_cycles_and_a_clock_and_costs_what_the_records_say(
     Each run's ratio lies within the range recorded at its size, widened by a run's spread."""
     import cupy
 
-    from hgemm_course.measurement.harness import input_sets, time_with_clock
+    from hgemm_course.measurement.timing import input_sets, time_with_clock
 
     recorded = recorded_timing_build_ratios(n)
     low, high = min(recorded) - SLACK, max(recorded) + SLACK
@@ -117,7 +117,7 @@ def test_a_timed_launch_gives_cycles_and_a_clock_and_costs_what_the_records_say(
 def test_a_numba_rung_has_a_timing_build_too():
     import cupy
 
-    from hgemm_course.measurement.harness import input_sets, time_with_clock
+    from hgemm_course.measurement.timing import input_sets, time_with_clock
 
     sets = input_sets(256, 256, 256, cupy.cuda.Device().attributes["L2CacheSize"])
     clocked = time_with_clock(get("02").launch, sets)
@@ -125,7 +125,7 @@ def test_a_numba_rung_has_a_timing_build_too():
 
 
 def test_a_clocked_timing_summarises_as_a_record_keeps_it():
-    from hgemm_course.measurement.harness import ClockedTiming
+    from hgemm_course.measurement.timing import ClockedTiming
 
     launches = [cta_clock.LaunchClock(cycles=c, ns=1000, ghz=g, sms=2, ctas=4) for c, g in ((100, 1.5), (300, 1.7),
                                                                                               (200, 1.6))]

@@ -64,7 +64,7 @@ def test_the_stamps_log_every_cta_of_every_launch_under_the_simulator(monkeypatc
     _simulated()
     import threading
 
-    from hgemm_course.measurement.harness import compare, random_inputs
+    from hgemm_course.measurement.verification import compare, random_inputs
     from hgemm_course.library.ladder import k01_naive, k02_tiled
 
     ticks, lock = iter(range(1, 10**9)), threading.Lock()
@@ -100,7 +100,8 @@ def test_the_stamps_log_every_cta_of_every_launch_under_the_simulator(monkeypatc
 
 def test_inside_timing_builds_the_simulator_runs_the_plain_kernel():
     _simulated()
-    from hgemm_course.measurement.harness import random_inputs, run_rung, time_with_clock
+    from hgemm_course.measurement.timing import time_with_clock
+    from hgemm_course.measurement.verification import random_inputs, run_rung
 
     a, b, _ = random_inputs(33, 17, 9, seed=2)
     for rung_id in ("01", "02"):
@@ -183,7 +184,7 @@ def test_the_timing_build_keeps_the_plain_kernels_registers_and_no_stack(ptx, tm
 
 @pytest.mark.gpu
 def test_bench_records_the_cycles_and_clock_of_rungs_01_and_02():
-    from hgemm_course.measurement.harness import bench
+    from hgemm_course.measurement.bench import bench
 
     records = bench(["01", "02"], [512], repeats=20, progress=False)
     assert [r.rung for r in records] == ["01", "02"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hgemm_course.measurement import harness
+from hgemm_course.measurement import verification
 from hgemm_course.library.build import compile_cuda
 from hgemm_course.library.ladder import get, r09_wgmma, r10_warp_specialized
 from hgemm_course.library.ladder.r09_wgmma import WgmmaTiles
@@ -25,7 +25,7 @@ VARIANTS = [(r09_wgmma, WgmmaTiles(128, 128, 64, 4)), (r09_wgmma, WgmmaTiles(128
 @pytest.mark.parametrize("rung", ["09", "10"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_rung_is_right(rung, shape):
-    result = harness.verify(rung, *shape)
+    result = verification.verify(rung, *shape)
     result.raise_if_failed()
     assert result.rel_fro_err < 1e-3
 
@@ -42,11 +42,11 @@ def test_variants_are_right(module, tiles, shape):
     import cupy
 
     M, N, K = shape
-    a, b, seed = harness.random_inputs(M, N, K, seed=11, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, seed=11, xp=cupy)
     c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
     module.launch(a, b, c, tiles=tiles)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    harness.compare(c, reference, K=K, rung=module.RUNG.id, seed=seed).raise_if_failed()
+    verification.compare(c, reference, K=K, rung=module.RUNG.id, seed=seed).raise_if_failed()
 
 
 @pytest.mark.gpu
@@ -81,7 +81,7 @@ SHAPES_11 = [(128, 256, 64), (257, 136, 64), (200, 8, 8), (1000, 1000, 1024), (8
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", SHAPES_11, ids=lambda s: "x".join(map(str, s)))
 def test_rung_11_is_right(shape):
-    result = harness.verify("11", *shape)
+    result = verification.verify("11", *shape)
     result.raise_if_failed()
     assert result.rel_fro_err < 1e-3
 
@@ -92,11 +92,11 @@ def launch_11_and_compare(shape, **kwargs):
     from hgemm_course.library.ladder import r11_persistent
 
     M, N, K = shape
-    a, b, seed = harness.random_inputs(M, N, K, seed=13, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, seed=13, xp=cupy)
     c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
     r11_persistent.launch(a, b, c, **kwargs)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    harness.compare(c, reference, K=K, rung="11", seed=seed).raise_if_failed()
+    verification.compare(c, reference, K=K, rung="11", seed=seed).raise_if_failed()
 
 
 @pytest.mark.gpu
@@ -142,12 +142,12 @@ def test_rung_11_and_12_with_three_b_panels_are_right(shape):
     launch_11_and_compare(shape, tiles=tiles, cluster_m=1)
     launch_11_and_compare(shape, tiles=tiles, cluster_m=1, max_ctas=3)
     M, N, K = shape
-    a, b, seed = harness.random_inputs(M, N, K, seed=12, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, seed=12, xp=cupy)
     for sk_waves in (0, 1):
         c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
         r12_streamk.launch(a, b, c, tiles=tiles, cluster_m=1, sk_waves=sk_waves)
         reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-        harness.compare(c, reference, K=K, rung="12", seed=seed).raise_if_failed()
+        verification.compare(c, reference, K=K, rung="12", seed=seed).raise_if_failed()
 
 
 @pytest.mark.gpu

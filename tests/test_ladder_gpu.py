@@ -6,7 +6,7 @@ from importlib import import_module
 
 import pytest
 
-from hgemm_course.measurement import harness
+from hgemm_course.measurement import verification
 from hgemm_course.library.ladder import get
 
 MMA_LADDER = ("03", "04", "05", "06", "07")
@@ -18,7 +18,7 @@ SHAPES = [(128, 128, 128), (1024, 1024, 1024), (4096, 4096, 4096), (4096, 2048, 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("rid", MMA_LADDER)
 def test_rung_is_right(rid, shape):
-    result = harness.verify(rid, *shape)
+    result = verification.verify(rid, *shape)
     result.raise_if_failed()
     assert result.rel_fro_err < 1e-3
 
@@ -32,7 +32,7 @@ def test_tma_swizzle_equals_the_software_swizzle(rid):
 
     tiles = import_module(get(rid).launch.__module__).TILES
     tma = import_module(get("07").launch.__module__)
-    a, b, _ = harness.random_inputs(1000, 1024, 1024, seed=5, xp=cupy)
+    a, b, _ = verification.random_inputs(1000, 1024, 1024, seed=5, xp=cupy)
     c_soft = cupy.full((1000, 1024), cupy.nan, dtype=cupy.float16)
     c_tma = cupy.full((1000, 1024), cupy.nan, dtype=cupy.float16)
     get(rid).launch(a, b, c_soft)

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from hgemm_course.library import device
-from hgemm_course.measurement.harness import verify
+from hgemm_course.measurement.verification import verify
 
 
 def test_numba_kernels_compile_to_sm90_ptx():

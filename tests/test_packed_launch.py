@@ -134,9 +134,9 @@ def test_a_kept_gemm_launch_is_right_from_another_thread():
     import cupy
 
     import hgemm_course
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
 
-    a, b, seed = harness.random_inputs(1000, 776, 520, xp=cupy)
+    a, b, seed = verification.random_inputs(1000, 776, 520, xp=cupy)
     out = cupy.full((1000, 776), cupy.nan, cupy.float16)
     hgemm_course.gemm(a, b, "11", out=out)
     out.fill(cupy.nan)
@@ -155,4 +155,4 @@ def test_a_kept_gemm_launch_is_right_from_another_thread():
     worker.join()
     assert not errors, errors
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    assert harness.compare(out, reference, K=520, rung="11", seed=seed).passed
+    assert verification.compare(out, reference, K=520, rung="11", seed=seed).passed

@@ -220,13 +220,13 @@ def test_the_wide_tiles_are_right_on_tails(M, N, K):
 
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
 
-    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
     c = cupy.full((M, N), cupy.nan, cupy.float16)
     r11_persistent.launch(a, b, c, replace(r11_persistent.TILES, bm=128, bn=192, stages=4), (1, 1), None, 1, 2)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    assert harness.compare(c, reference, K=K, rung="11", seed=seed).passed
+    assert verification.compare(c, reference, K=K, rung="11", seed=seed).passed
 
 
 def test_the_wide_tiles_cost_is_the_probes_median_where_they_fit_in_one_wave():

@@ -12,7 +12,7 @@ import pytest
 from conftest import HAS_GPU
 from hgemm_course.measurement import ncu, profile
 from hgemm_course.course.cli import main
-from hgemm_course.measurement.harness import VerificationError
+from hgemm_course.measurement.verification import VerificationError
 from hgemm_course.library.paths import results_dir
 
 # `ncu --query-metrics` as the H200's ncu 2025.3.1 printed it (scripts/h200_model_checks.sh kept it)

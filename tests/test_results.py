@@ -7,7 +7,7 @@ import pytest
 from hgemm_course.library import paths
 from hgemm_course.measurement import records
 from hgemm_course.course.cli import main
-from hgemm_course.measurement.harness import BenchRecord
+from hgemm_course.measurement.bench import BenchRecord
 from hgemm_course.measurement.records import README_BEGIN, README_END, RECORD_KEYS, load_records, run_folder, write_run
 
 

@@ -527,13 +527,13 @@ def test_the_course_shape_sweep_file_is_non_square_and_wide_enough():
 def test_rung12_verifies_for_every_split(shape, sk_waves):
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
 
-    a, b, seed = harness.random_inputs(*shape, xp=cupy)
+    a, b, seed = verification.random_inputs(*shape, xp=cupy)
     c = cupy.full((shape[0], shape[1]), cupy.nan, dtype=cupy.float16)
     r12_streamk.launch(a, b, c, sk_waves=sk_waves)
     ref = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    harness.compare(c, ref, K=shape[2], rung="12", seed=seed).raise_if_failed()
+    verification.compare(c, ref, K=shape[2], rung="12", seed=seed).raise_if_failed()
 
 
 
@@ -554,17 +554,17 @@ def test_the_plans_launches_verify(shape, expected):
     FP32 reference); the shape's expected launch is checked first, so a changed plan fails here, not silently."""
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
     from hgemm_course.library.plan import _launch_planned
 
     p = plan(*shape)
     rung, options = expected
     assert p.rung == rung and options.items() <= p.options_text().items()
-    a, b, seed = harness.random_inputs(*shape, xp=cupy)
+    a, b, seed = verification.random_inputs(*shape, xp=cupy)
     c = cupy.full((shape[0], shape[1]), cupy.nan, dtype=cupy.float16)
     _launch_planned(a, b, c)
     ref = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    harness.compare(c, ref, K=shape[2], rung="plan", seed=seed).raise_if_failed()
+    verification.compare(c, ref, K=shape[2], rung="plan", seed=seed).raise_if_failed()
 
 @pytest.mark.gpu
 def test_rung12_is_bit_identical_from_launch_to_launch():
@@ -572,9 +572,9 @@ def test_rung12_is_bit_identical_from_launch_to_launch():
     race between flag and data would show as a launch that differs."""
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
 
-    a, b, _ = harness.random_inputs(2048, 2048, 16384, xp=cupy)
+    a, b, _ = verification.random_inputs(2048, 2048, 16384, xp=cupy)
     first = cupy.empty((2048, 2048), cupy.float16)
     r12_streamk.launch(a, b, first, sk_waves=0)
     for _ in range(20):
@@ -587,14 +587,14 @@ def test_rung12_is_bit_identical_from_launch_to_launch():
 def test_paired_timing_alternates_and_reads_the_clock():
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import clocks, timing, verification
 
-    a, b, _ = harness.random_inputs(1024, 1024, 1024, xp=cupy)
+    a, b, _ = verification.random_inputs(1024, 1024, 1024, xp=cupy)
     sets = [(a, b, cupy.empty((1024, 1024), cupy.float16))]
     calls = []
-    t = harness.time_paired(lambda *x: calls.append("f") or cupy.matmul(x[0], x[1], out=x[2]),
-                            lambda *x: calls.append("r") or cupy.matmul(x[0], x[1], out=x[2]),
-                            sets, warmup=2, repeats=5, clock=harness.sm_clock_reader())
+    t = timing.time_paired(lambda *x: calls.append("f") or cupy.matmul(x[0], x[1], out=x[2]),
+                           lambda *x: calls.append("r") or cupy.matmul(x[0], x[1], out=x[2]),
+                           sets, warmup=2, repeats=5, clock=clocks.sm_clock_reader())
     assert calls == ["f", "r"] * 7
     assert len(t.fn_ms) == len(t.reference_ms) == len(t.fn_clocks) == len(t.reference_clocks) == 5
     assert min(t.fn_ms + t.reference_ms) > 0
@@ -605,28 +605,29 @@ def test_paired_timing_alternates_and_reads_the_clock():
 def test_paired_timing_warms_every_input_set_before_it_times():
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import timing, verification
 
     sets = []
     for _ in range(3):
-        a, b, _ = harness.random_inputs(256, 256, 256, xp=cupy)
+        a, b, _ = verification.random_inputs(256, 256, 256, xp=cupy)
         sets.append((a, b, cupy.empty((256, 256), cupy.float16)))
     seen = []
-    harness.time_paired(lambda a, b, c: seen.append(a.data.ptr) or cupy.matmul(a, b, out=c),
-                        lambda a, b, c: cupy.matmul(a, b, out=c), sets, warmup=1, repeats=4)
+    timing.time_paired(lambda a, b, c: seen.append(a.data.ptr) or cupy.matmul(a, b, out=c),
+                       lambda a, b, c: cupy.matmul(a, b, out=c), sets, warmup=1, repeats=4)
     warm, timed = seen[:3], seen[3:]
     assert len(timed) == 4 and set(warm) == {a.data.ptr for a, _, _ in sets}
 
 
 def test_the_warm_up_reaches_every_input_set():
-    from hgemm_course.measurement.harness import warmup_launches
+    from hgemm_course.measurement.timing import warmup_launches
 
     assert warmup_launches(5, [()] * 32) == 32
     assert warmup_launches(5, [()] * 2) == 5
 
 
 def test_a_clock_reading_is_kept_only_while_its_launch_runs():
-    from hgemm_course.measurement.harness import ClockReading, _read_during
+    from hgemm_course.measurement.clocks import ClockReading
+    from hgemm_course.measurement.timing import _read_during
 
     class Event:
         def __init__(self, done):

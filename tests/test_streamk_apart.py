@@ -153,19 +153,19 @@ def test_split_apart_is_right_on_tails_and_when_launched_again(M, N, K, bm, bn, 
 
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
     from hgemm_course.library.ladder import r12_streamk as r12
 
-    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
     stages = {(64, 64): 8, (128, 128): 6, (64, 256): 5, (128, 256): 4}[bm, bn]     # as the plan takes them
     tiles = replace(r12.TILES, bm=bm, bn=bn, stages=stages)
     c = cupy.full((M, N), cupy.nan, cupy.float16)
     again = r12.launch(a, b, c, tiles, (8, 2), 1, consumers, 0, apart=True)
-    assert harness.compare(c, reference, K=K, rung="12", seed=seed).passed
+    assert verification.compare(c, reference, K=K, rung="12", seed=seed).passed
     c.fill(cupy.nan)
     again()
-    assert harness.compare(c, reference, K=K, rung="12", seed=seed).passed
+    assert verification.compare(c, reference, K=K, rung="12", seed=seed).passed
 
 
 @pytest.mark.gpu
@@ -177,15 +177,15 @@ def test_a_kept_launch_follows_its_workspace_when_another_launch_grows_it():
 
     import cupy
 
-    from hgemm_course.measurement import harness
+    from hgemm_course.measurement import verification
     from hgemm_course.library.ladder import r12_streamk as r12
 
     small_tiles, big_tiles = replace(r12.TILES, bm=64, bn=64, stages=8), replace(r12.TILES, bm=128, bn=128, stages=6)
     key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr)
     with r12._workspaces_lock:
         r12._workspaces.pop(key, None)          # a fresh workspace, sized by the small launch first
-    small = harness.random_inputs(64, 64, 8192, xp=cupy)
-    big = harness.random_inputs(512, 512, 8192, xp=cupy)
+    small = verification.random_inputs(64, 64, 8192, xp=cupy)
+    big = verification.random_inputs(512, 512, 8192, xp=cupy)
     results, partials = [], []
     for (a, b, _), tiles, consumers in ((small, small_tiles, 1), (big, big_tiles, 2)):
         c = cupy.full((a.shape[0], b.shape[1]), cupy.nan, cupy.float16)
@@ -196,4 +196,4 @@ def test_a_kept_launch_follows_its_workspace_when_another_launch_grows_it():
         c.fill(cupy.nan)
         again()
         reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-        assert harness.compare(c, reference, K=a.shape[1], rung="12").passed
+        assert verification.compare(c, reference, K=a.shape[1], rung="12").passed

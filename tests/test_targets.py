@@ -1,4 +1,4 @@
-"""The course on the learner's GPU: one target through the build, the rungs, the harness, gemm(), the plan
+"""The course on the learner's GPU: one target through the build, the rungs, verification and timing, gemm(), the plan
 and the CLI. Every architecture is compiled for here on the CPU; other GPUs are faked at the driver probe."""
 import json
 
@@ -8,7 +8,7 @@ import pytest
 from conftest import FAKE_GPUS
 from hgemm_course import NoGPUError
 from hgemm_course.library import api, device, target
-from hgemm_course.measurement import harness
+from hgemm_course.measurement import bench, timing, verification
 from hgemm_course.course.cli import main
 from hgemm_course.library.ladder import get, registry
 from hgemm_course.library.target import KNOWN, RECORDED, features_of, lowest_arch, named
@@ -169,19 +169,19 @@ def test_verify_runs_the_rest(fake_gpu, monkeypatch, capsys):
 
     def fake_verify(rung, M, N, K, *, seed=None):
         ran.append(rung.id)
-        return harness.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0)
+        return verification.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0)
 
-    monkeypatch.setattr(harness, "verify", fake_verify)
+    monkeypatch.setattr(verification, "verify", fake_verify)
     assert main(["verify", "05", "07", "--sizes", "128"]) == 0
     assert ran == ["05"]
     assert "skip: rung 07 (tma) needs TMA" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("fake_gpu", ["RTX 4090"], indirect=True)
-def test_harness_verify_refuses_before_launching(fake_gpu):
-    with pytest.raises(harness.NotForThisGPU, match="rung 10 .* needs wgmma .*; this NVIDIA GeForce RTX 4090 is sm_89; "
+def test_verify_refuses_before_launching(fake_gpu):
+    with pytest.raises(verification.NotForThisGPU, match="rung 10 .* needs wgmma .*; this NVIDIA GeForce RTX 4090 is sm_89; "
                                                     "its recorded H200 figures are shown instead"):
-        harness.verify("10", 128, 128, 128)
+        verification.verify("10", 128, 128, 128)
 
 
 @pytest.fixture
@@ -192,27 +192,27 @@ def gpu_parts(monkeypatch):
 
     import cupy
 
-    monkeypatch.setattr(harness, "input_sets", lambda *a: [("a", "b", "c")])
-    monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
-    monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "host_us_paired", lambda fns, *a, **k: [10.0] * len(fns))
+    monkeypatch.setattr(timing, "input_sets", lambda *a: [("a", "b", "c")])
+    monkeypatch.setattr(timing, "settle", lambda *a, **k: None)
+    monkeypatch.setattr(bench, "sm_clock_reader", lambda: (lambda: None))
+    monkeypatch.setattr(timing, "time_with_clock", lambda *a, **k: None)
+    monkeypatch.setattr(timing, "host_us_paired", lambda fns, *a, **k: [10.0] * len(fns))
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
 
 
 @pytest.mark.parametrize("fake_gpu", ["RTX 4090", "RTX 5080"], indirect=True)
 def test_bench_skips_what_this_gpu_cannot_run_and_times_the_rest(fake_gpu, gpu_parts, monkeypatch):
     """The real bench with the GPU's parts faked: inputs, cuBLAS, the clock and the paired timing."""
-    monkeypatch.setattr(harness, "verify", lambda rung, M, N, K: harness.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0))
-    monkeypatch.setattr(harness, "time_paired", lambda *a, **k: harness.PairedTiming([2.0] * 20, [1.0] * 20,
+    monkeypatch.setattr(verification, "verify", lambda rung, M, N, K: verification.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0))
+    monkeypatch.setattr(timing, "time_paired", lambda *a, **k: timing.PairedTiming([2.0] * 20, [1.0] * 20,
                                                                                       [None] * 20, [None] * 20))
     skipped = []
-    records = harness.bench(["05", "07", "11"], [256], progress=False, skipped=skipped)
+    records = bench.bench(["05", "07", "11"], [256], progress=False, skipped=skipped)
     runs = {"RTX 4090": ["05"], "RTX 5080": ["05", "07"]}[fake_gpu]
     assert [r.rung for r in records] == runs
     assert [r.id for r, _ in skipped] == [r for r in ("05", "07", "11") if r not in runs]
-    with pytest.raises(harness.NotForThisGPU):
-        harness.bench(["11"], [256], progress=False)
+    with pytest.raises(verification.NotForThisGPU):
+        bench.bench(["11"], [256], progress=False)
 
 
 @pytest.mark.parametrize("fake_gpu", ["RTX 4090", "RTX 5080"], indirect=True)
@@ -307,8 +307,8 @@ def test_the_occupancy_model_takes_a_targets_limits():
 @pytest.mark.parametrize("fake_gpu", ["RTX 4090"], indirect=True)
 def test_tour_on_a_gpu_without_hopper_times_what_it_runs_and_shows_the_rest_recorded(fake_gpu, gpu_parts, monkeypatch,
                                                                                       tmp_path, capsys):
-    monkeypatch.setattr(harness, "verify", lambda rung, M, N, K: harness.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0))
-    monkeypatch.setattr(harness, "time_paired", lambda *a, **k: harness.PairedTiming([2.0] * 20, [1.0] * 20,
+    monkeypatch.setattr(verification, "verify", lambda rung, M, N, K: verification.VerifyResult(rung.id, M, N, K, 0, 1e-4, 1e-4, 0))
+    monkeypatch.setattr(timing, "time_paired", lambda *a, **k: timing.PairedTiming([2.0] * 20, [1.0] * 20,
                                                                                       [None] * 20, [None] * 20))
     assert main(["tour", "--sizes", "256", "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out

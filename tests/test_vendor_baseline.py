@@ -13,8 +13,10 @@ import types
 
 import pytest
 
-from hgemm_course.measurement import harness, records
-from hgemm_course.measurement.harness import CUBLAS_NAME, CUBLASLT_NAME, PairedTiming, VendorChoice
+from hgemm_course.library import device
+from hgemm_course.measurement import bench, records, timing, vendors, verification
+from hgemm_course.measurement.timing import PairedTiming
+from hgemm_course.measurement.vendors import CUBLAS_NAME, CUBLASLT_NAME, VendorChoice
 
 PAIRS = 20
 
@@ -47,16 +49,16 @@ def fake_bench(monkeypatch):
     """bench with every GPU part faked; returns the list of (fn, reference) pairs time_paired was given."""
     import cupy
 
-    monkeypatch.setattr(harness.device, "require_gpu", lambda why: types.SimpleNamespace(l2_bytes=50 << 20))
-    monkeypatch.setattr(harness, "why_not_here", lambda r: None)
-    monkeypatch.setattr(harness, "verify", lambda r, M, N, K: harness.VerifyResult(r.id, M, N, K, 0, 1e-4, 1e-4, 0))
-    monkeypatch.setattr(harness, "input_sets", lambda M, N, K, l2: [(M, N, K)])   # the "arrays" carry the shape
-    monkeypatch.setattr(harness, "settle", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "sm_clock_reader", lambda: (lambda: None))
-    monkeypatch.setattr(harness, "time_with_clock", lambda *a, **k: None)
-    monkeypatch.setattr(harness, "host_us_paired",
+    monkeypatch.setattr(device, "require_gpu", lambda why: types.SimpleNamespace(l2_bytes=50 << 20))
+    monkeypatch.setattr(verification, "why_not_here", lambda r: None)
+    monkeypatch.setattr(verification, "verify", lambda r, M, N, K: verification.VerifyResult(r.id, M, N, K, 0, 1e-4, 1e-4, 0))
+    monkeypatch.setattr(timing, "input_sets", lambda M, N, K, l2: [(M, N, K)])   # the "arrays" carry the shape
+    monkeypatch.setattr(timing, "settle", lambda *a, **k: None)
+    monkeypatch.setattr(bench, "sm_clock_reader", lambda: (lambda: None))
+    monkeypatch.setattr(timing, "time_with_clock", lambda *a, **k: None)
+    monkeypatch.setattr(timing, "host_us_paired",
                         lambda fns, M, N, K: [{fake_rung: 12.0, fake_torch_matmul: 20.0}.get(fn, 30.0) for fn in fns])
-    monkeypatch.setattr(harness, "vendors", lambda: {CUBLAS_NAME: fake_cupy_matmul, CUBLASLT_NAME: fake_torch_matmul})
+    monkeypatch.setattr(vendors, "vendors", lambda: {CUBLAS_NAME: fake_cupy_matmul, CUBLASLT_NAME: fake_torch_matmul})
     monkeypatch.setattr(cupy, "get_default_memory_pool", lambda: types.SimpleNamespace(free_all_blocks=lambda: None))
     calls = []
 
@@ -65,13 +67,13 @@ def fake_bench(monkeypatch):
         n = inputs[0][0]
         return PairedTiming([MS[fn][n]] * PAIRS, [MS[reference][n]] * PAIRS, [None] * PAIRS, [None] * PAIRS)
 
-    monkeypatch.setattr(harness, "time_paired", time_paired)
+    monkeypatch.setattr(timing, "time_paired", time_paired)
     return calls
 
 
 def test_bench_pairs_each_shape_with_the_faster_vendor_and_names_it(fake_bench):
-    records = harness.bench([rung05()], [1024, 4096], progress=False)
-    by_n = {r.M: r for r in records}
+    made = bench.bench([rung05()], [1024, 4096], progress=False)
+    by_n = {r.M: r for r in made}
     assert by_n[1024].vendor == CUBLASLT_NAME and by_n[4096].vendor == CUBLAS_NAME
     assert by_n[1024].vendor_ms == {CUBLAS_NAME: 1.0, CUBLASLT_NAME: 0.8}
     assert by_n[4096].vendor_ms == {CUBLAS_NAME: 2.0, CUBLASLT_NAME: 2.5}
@@ -82,20 +84,20 @@ def test_bench_pairs_each_shape_with_the_faster_vendor_and_names_it(fake_bench):
     # vendors against each other once per shape, then the rung against the faster
     assert fake_bench == [(fake_cupy_matmul, fake_torch_matmul), (fake_rung, fake_torch_matmul),
                           (fake_cupy_matmul, fake_torch_matmul), (fake_rung, fake_cupy_matmul)]
-    assert all(r.host_us == 12.0 and r.vendors_host_us == {CUBLAS_NAME: 30.0, CUBLASLT_NAME: 20.0} for r in records)
-    assert all(r.vendor_host_us == r.vendors_host_us[r.vendor] for r in records)
+    assert all(r.host_us == 12.0 and r.vendors_host_us == {CUBLAS_NAME: 30.0, CUBLASLT_NAME: 20.0} for r in made)
+    assert all(r.vendor_host_us == r.vendors_host_us[r.vendor] for r in made)
     assert records.record_problem(json.loads(json.dumps(by_n[1024].as_dict()))) is None
 
 
 def test_bench_takes_the_baselines_it_is_given_without_timing_the_vendors(fake_bench):
-    records = harness.bench([rung05()], [1024], progress=False, baselines={(1024, 1024, 1024): VendorChoice(CUBLAS_NAME)})
+    records = bench.bench([rung05()], [1024], progress=False, baselines={(1024, 1024, 1024): VendorChoice(CUBLAS_NAME)})
     assert [r.vendor for r in records] == [CUBLAS_NAME] and records[0].vendor_ms is None
     assert fake_bench == [(fake_rung, fake_cupy_matmul)]
 
 
 def test_one_vendor_alone_is_the_baseline_untimed(fake_bench, monkeypatch):
-    monkeypatch.setattr(harness, "vendors", lambda: {CUBLAS_NAME: fake_cupy_matmul})
-    records = harness.bench([rung05()], [1024], progress=False)
+    monkeypatch.setattr(vendors, "vendors", lambda: {CUBLAS_NAME: fake_cupy_matmul})
+    records = bench.bench([rung05()], [1024], progress=False)
     assert records[0].vendor == CUBLAS_NAME and records[0].vendor_ms is None
     assert fake_bench == [(fake_rung, fake_cupy_matmul)]
 
@@ -107,11 +109,11 @@ def test_choose_vendor_pairs_the_others_with_the_first(monkeypatch):
         seen.append((fn, reference))
         return PairedTiming([2.0] * PAIRS, [{"b": 1.5, "c": 3.0}[reference]] * PAIRS, [None] * PAIRS, [None] * PAIRS)
 
-    monkeypatch.setattr(harness, "time_paired", time_paired)
-    choice = harness.choose_vendor({"a": "a", "b": "b", "c": "c"}, [()])
+    monkeypatch.setattr(timing, "time_paired", time_paired)
+    choice = vendors.choose_vendor({"a": "a", "b": "b", "c": "c"}, [()])
     assert choice == VendorChoice("b", {"a": 2.0, "b": 1.5, "c": 3.0})
     assert seen == [("a", "b"), ("a", "c")]
-    assert harness.choose_vendor({"a": "a"}, [()]) == VendorChoice("a")
+    assert vendors.choose_vendor({"a": "a"}, [()]) == VendorChoice("a")
 
 
 # ---------------------------------------------------------------- records old and new
@@ -123,9 +125,9 @@ NEW = {**OLD, "vendor": CUBLASLT_NAME, "vendor_ms": {CUBLAS_NAME: 0.99, CUBLASLT
 
 
 def test_baseline_name_of_old_and_new_records():
-    assert harness.baseline_name(OLD) == CUBLAS_NAME == "cuBLAS (cupy.matmul)"
-    assert harness.baseline_name({**OLD, "vendor": None}) == CUBLAS_NAME
-    assert harness.baseline_name(NEW) == CUBLASLT_NAME == "cuBLASLt (torch.matmul)"
+    assert vendors.baseline_name(OLD) == CUBLAS_NAME == "cuBLAS (cupy.matmul)"
+    assert vendors.baseline_name({**OLD, "vendor": None}) == CUBLAS_NAME
+    assert vendors.baseline_name(NEW) == CUBLASLT_NAME == "cuBLASLt (torch.matmul)"
 
 
 @pytest.mark.parametrize("kind", ["bench", "tune"])
@@ -153,8 +155,8 @@ def test_load_records_carries_the_baseline(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- the table
 
 def test_format_table_names_the_vendor_and_the_choice_per_shape():
-    lines = harness.format_table([NEW, {**OLD, "M": 1024, "N": 1024, "K": 1024, "vendor": CUBLAS_NAME,
-                                        "vendor_ms": {CUBLAS_NAME: 0.1, CUBLASLT_NAME: 0.2}}]).splitlines()
+    lines = bench.format_table([NEW, {**OLD, "M": 1024, "N": 1024, "K": 1024, "vendor": CUBLAS_NAME,
+                                      "vendor_ms": {CUBLAS_NAME: 0.1, CUBLASLT_NAME: 0.2}}]).splitlines()
     assert "% vendor" in lines[0] and "host us" in lines[0] and "vendor host us" in lines[0]
     assert "cuBLAS" not in lines[0]
     assert lines[1].split()[-2:] == ["11.5", "25.0"] and lines[2].split()[-2:] == ["-", "-"]
@@ -163,24 +165,24 @@ def test_format_table_names_the_vendor_and_the_choice_per_shape():
 
 
 def test_format_table_of_old_records_says_cublas_only_and_how_to_add_cublaslt(monkeypatch):
-    monkeypatch.setattr(harness, "torch_installed", lambda: False)
-    lines = harness.format_table([OLD]).splitlines()
+    monkeypatch.setattr(vendors, "torch_installed", lambda: False)
+    lines = bench.format_table([OLD]).splitlines()
     assert "host us" not in lines[0] and len(lines) == 3
     assert lines[-1] == ("baseline: cuBLAS (cupy.matmul) only; install the `compare` extra "
                          "(pip install 'hgemm-course[compare]') to time cuBLASLt too")
-    monkeypatch.setattr(harness, "torch_installed", lambda: True)
-    assert harness.format_table([OLD]).splitlines()[-1] == "baseline: cuBLAS (cupy.matmul) only"
+    monkeypatch.setattr(vendors, "torch_installed", lambda: True)
+    assert bench.format_table([OLD]).splitlines()[-1] == "baseline: cuBLAS (cupy.matmul) only"
 
 
 def test_torch_installed_reads_a_blocked_import_as_absent(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
-    assert harness.torch_installed() is False
+    assert vendors.torch_installed() is False
 
 
 # ---------------------------------------------------------------- PyTorch stays optional
 
 def test_importing_the_package_never_imports_torch():
-    code = ("import sys, hgemm_course, hgemm_course.measurement.harness, hgemm_course.measurement.records, hgemm_course.measurement.tune, "
+    code = ("import sys, hgemm_course, hgemm_course.measurement.bench, hgemm_course.measurement.records, hgemm_course.measurement.tune, "
             "hgemm_course.course.cli; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -196,12 +198,12 @@ def test_vendors_without_torch_is_cublas_alone(monkeypatch):
 
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_torch)
-    assert harness.vendors() == {CUBLAS_NAME: harness.cublas}
+    assert vendors.vendors() == {CUBLAS_NAME: vendors.cublas}
 
 
 def test_vendors_with_torch_adds_cublaslt_after_cublas(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
-    assert list(harness.vendors().items()) == [(CUBLAS_NAME, harness.cublas), (CUBLASLT_NAME, harness.cublaslt)]
+    assert list(vendors.vendors().items()) == [(CUBLAS_NAME, vendors.cublas), (CUBLASLT_NAME, vendors.cublaslt)]
 
 
 def test_torch_views_are_kept_per_array_and_never_shared_by_a_reused_id(monkeypatch):
@@ -209,13 +211,13 @@ def test_torch_views_are_kept_per_array_and_never_shared_by_a_reused_id(monkeypa
     fake_torch = types.ModuleType("torch")
     fake_torch.from_dlpack = lambda x: made.append(x) or ("view", len(made))
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
-    monkeypatch.setattr(harness, "_torch_views", {})
+    monkeypatch.setattr(vendors, "_torch_views", {})
     a, b = object(), object()
-    assert harness._torch_view(a) is harness._torch_view(a) and made == [a]
-    harness._torch_views[id(b)] = (object(), "a freed array's view")    # an entry left under b's id
-    assert harness._torch_view(b) == ("view", 2) and made == [a, b]
-    harness.forget_torch_views()
-    assert harness._torch_views == {}
+    assert vendors._torch_view(a) is vendors._torch_view(a) and made == [a]
+    vendors._torch_views[id(b)] = (object(), "a freed array's view")    # an entry left under b's id
+    assert vendors._torch_view(b) == ("view", 2) and made == [a, b]
+    vendors.forget_torch_views()
+    assert vendors._torch_views == {}
 
 
 def test_cublaslt_runs_on_cupys_current_stream(monkeypatch):
@@ -239,16 +241,16 @@ def test_cublaslt_runs_on_cupys_current_stream(monkeypatch):
     fake_torch.cuda = types.SimpleNamespace(ExternalStream=lambda ptr: log.append(("external", ptr)) or f"stream {ptr}",
                                             stream=stream)
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
-    monkeypatch.setattr(harness, "_torch_views", {})
-    monkeypatch.setattr(harness, "_torch_streams", {})
+    monkeypatch.setattr(vendors, "_torch_views", {})
+    monkeypatch.setattr(vendors, "_torch_streams", {})
     a, b, c = "a", "b", "c"
     monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda: types.SimpleNamespace(ptr=0))
-    harness.cublaslt(a, b, c)
+    vendors.cublaslt(a, b, c)
     assert log == [("matmul", "view of a", "view of b", "view of c")]
     log.clear()
     monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda: types.SimpleNamespace(ptr=1234))
-    harness.cublaslt(a, b, c)
-    harness.cublaslt(a, b, c)
+    vendors.cublaslt(a, b, c)
+    vendors.cublaslt(a, b, c)
     matmul = ("matmul", "view of a", "view of b", "view of c")
     assert log == [("external", 1234), ("enter", "stream 1234"), matmul, ("exit", "stream 1234"),
                    ("enter", "stream 1234"), matmul, ("exit", "stream 1234")]

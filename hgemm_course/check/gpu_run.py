@@ -3,7 +3,7 @@ GPU check, which only produces C; the parent compares it with its own reference.
 
     python -m hgemm_course.check.gpu_run 07 exercises/ex07_mbarrier.cu --out DIR --shapes 1000x1000x1000 257x136x72
 
-For each shape it makes the inputs the parent makes too (:func:`hgemm_course.measurement.harness.random_inputs` with
+For each shape it makes the inputs the parent makes too (:func:`hgemm_course.measurement.verification.random_inputs` with
 seed ``--seed`` + the shape's index), launches the kernel on an output poisoned with NaN, saves C as
 ``DIR/c<i>.npy`` and writes one JSON line to ``DIR/results.jsonl``: ``{"shape", "seed", "c", "kernels"}``,
 the last the instantiations launched with their architecture, which the parent compares with what its
@@ -70,7 +70,7 @@ def _run(args) -> int:
     import numpy as np
 
     from ..library.build import CompileError
-    from ..measurement.harness import random_inputs
+    from ..measurement.verification import random_inputs
 
     launched: list = []
     rung, launch = learner_launch(args.rung, args.source, launched)

@@ -435,7 +435,7 @@ def _compare_c(path: Path, result: dict, rung: str, shown: str) -> None:
     """C from the GPU run against this process's own reference, A @ B in FP32 of the same inputs."""
     import numpy as np
 
-    from ..measurement.harness import compare, random_inputs
+    from ..measurement.verification import compare, random_inputs
 
     M, N, K = result["shape"]
     try:

@@ -29,8 +29,8 @@ def load(path: Path | str) -> tuple[Path, dict, list[dict]]:
 
 def heading(path: Path, prov: dict, rows=None) -> str:
     """The RECORDED line a recorded file's table starts with; given the file's steps (``rows``), it names what their
-    % are of (:func:`hgemm_course.measurement.harness.baseline_label` of their timings)."""
-    from ..measurement.harness import baseline_label
+    % are of (:func:`hgemm_course.measurement.vendors.baseline_label` of their timings)."""
+    from ..measurement.vendors import baseline_label
 
     line = f"RECORDED on the {prov['gpu']} (results/{path.relative_to(results_dir()).as_posix()}, {prov['date'][:10]})"
     if rows is None:

@@ -19,14 +19,14 @@ import re
 from pathlib import Path
 
 from ..library import target
-from ..measurement import harness, verdict
-from ..measurement.harness import format_table
+from ..measurement import bench, timing, vendors, verdict, verification
+from ..measurement.bench import format_table
 from ..library.ladder import get, registry
 from ..library.paths import PACKAGE_DIR, PTX_SNIPPETS_DIR, results_dir
 from ..measurement.records import load_records, run_folder, write_report, write_run
 
 
-# Runs from this time on queued their timed launches behind harness.StreamHold; before it, a short kernel's
+# Runs from this time on queued their timed launches behind timing.StreamHold; before it, a short kernel's
 # events could count the host's launch time as the kernel's (cuBLAS read 110 TFLOP/s at 1024^3).
 HOLD_SINCE = "2026-12-01T17:53"
 
@@ -93,21 +93,21 @@ def measured_label(t: target.Target, path: Path) -> str:
 
 
 def bench_or_show(rung_ids, sizes, *, one_stretch: bool = False) -> list[dict]:
-    """On a GPU: time the rungs it runs against the vendor baseline in this process (``harness.bench``, each verified
+    """On a GPU: time the rungs it runs against the vendor baseline in this process (``bench.bench``, each verified
     first), write the run (:func:`measurement_folder`) and print it under the GPU, date and file; for each rung it
-    cannot run, the one line that says why (``harness.refusal_here``), then the recorded H200 figures of those rungs.
+    cannot run, the one line that says why (``verification.refusal_here``), then the recorded H200 figures of those rungs.
     Without a GPU: the recorded figures of all of them. Returns the rows printed, measured ones first."""
     here = target.runnable()
     if here is None:
         return show_recorded(*rung_ids, sizes=sizes, one_stretch=one_stretch)
     rungs = [get(r) for r in rung_ids]
-    refused = [(rung, why) for rung in rungs if (why := harness.refusal_here(rung)) is not None]
+    refused = [(rung, why) for rung in rungs if (why := verification.refusal_here(rung)) is not None]
     runs = [rung.id for rung in rungs if all(rung is not other for other, _ in refused)]
     rows = []
     if runs:
         skipped: list = []        # stays empty: bench is asked only for what runs here
         folder = measurement_folder()
-        records = harness.bench(runs, sizes, skipped=skipped, progress=False)  # a chapter prints its table, no bar
+        records = bench.bench(runs, sizes, skipped=skipped, progress=False)  # a chapter prints its table, no bar
         path = write_run(records, folder=folder)
         rows = [r if isinstance(r, dict) else r.as_dict() for r in records]
         if one_stretch:
@@ -165,10 +165,10 @@ def run_or_show(rung_ids, shapes, sizes, *, one_stretch: bool = False) -> None:
         compile_report(rung_ids[-1], target.current())
         show_recorded(*rung_ids, sizes=sizes, one_stretch=one_stretch)
         return
-    runs = [rid for rid in rung_ids if harness.refusal_here(get(rid)) is None]
+    runs = [rid for rid in rung_ids if verification.refusal_here(get(rid)) is None]
     if runs:
         for shape in shapes:
-            print(harness.verify(runs[-1], *shape).raise_if_failed().summary())
+            print(verification.verify(runs[-1], *shape).raise_if_failed().summary())
     bench_or_show(rung_ids, sizes, one_stretch=one_stretch)
 
 
@@ -204,7 +204,7 @@ def limits_or_show(n: int = 8192, *, one_stretch: bool = False, names: dict[str,
     newest recorded run (:func:`show_limits`). Returns the experiments' data. With ``one_stretch``, the variants are
     printed and returned as :func:`show_limits_stretch` gives them (``names`` relabels them)."""
     here = target.runnable()
-    why = harness.refusal_here(get("07"))
+    why = verification.refusal_here(get("07"))
     if here is None or why is not None:
         if why is not None:
             print(why)
@@ -445,7 +445,7 @@ def _show_sweep(path: Path, data: dict) -> list[dict]:
 
     prov, records = data["provenance"], data["records"]
     print(f"RECORDED by `hgemm-course tune {prov['rung']}` on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
-          f"% of {harness.baseline_label(records, per_shape=True)} timed in the same process, best geometric mean "
+          f"% of {vendors.baseline_label(records, per_shape=True)} timed in the same process, best geometric mean "
           "first")
     print(format_tune_table(records))
     if prov.get("best"):
@@ -480,7 +480,7 @@ def _show_script_tuning(rung: str, *, also: tuple[str, ...], folder: Path) -> li
     path, data = max(runs, key=lambda pd: (pd[1]["provenance"]["date"], pd[0].name))
     prov = data["provenance"]
     sizes = [str(s) for s in prov["sizes"]]
-    baseline = harness.baseline_label(t for v in data["variants"] for t in v["timing"].values())
+    baseline = vendors.baseline_label(t for v in data["variants"] for t in v["timing"].values())
     print(f"RECORDED during tuning on the {prov['gpu']} ({path.name}, {prov['date'][:10]}): "
           f"{prov['script']} (since replaced by `hgemm-course tune`), medians of {prov['repeats']} launches, "
           f"% of {baseline} timed in the same process")
@@ -526,7 +526,7 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
     """Print where ``rung`` stands at ``size``^3, from recorded figures only.
 
     The rung's newest bench record at size^3 (``results.load_records``) as TFLOP/s, beside the vendor baseline timed
-    in the same run (the record names it: :func:`hgemm_course.measurement.harness.baseline_label`): a reference kernel, not a roof
+    in the same run (the record names it: :func:`hgemm_course.measurement.vendors.baseline_label`): a reference kernel, not a roof
     (chapter 00). Then the rung as a percentage of each roof that bounds the
     instruction it computes with, from the newest ``hgemm-course ceilings`` record: the FP32 CUDA-core peak for the
     FP32 rungs 01-02; for the mma.sync rungs 03-07 the mma.sync loop bound at the rung's warps and warp tile (fed by
@@ -552,7 +552,7 @@ def place_on_ceilings(rung: str, size: int = 8192, *, folder=None) -> dict:
         pct_cublas = 100.0 * row["tflops"] / row["cublas_tflops"]
         out["cublas"] = {"tflops": row["cublas_tflops"], "pct": pct_cublas}
         print(f"RECORDED on the {row['gpu']} ({row['file']}, {row['date'][:10]}): rung {rung} at {size}^3 runs "
-              f"{row['tflops']:.1f} TFLOP/s; {harness.baseline_label([row])}, the vendor baseline timed in the same "
+              f"{row['tflops']:.1f} TFLOP/s; {vendors.baseline_label([row])}, the vendor baseline timed in the same "
               "run (a reference kernel, not a roof), "
               f"{row['cublas_tflops']:.1f}: the rung is {pct_cublas:.1f}% of it")
 
@@ -643,7 +643,7 @@ def place_in_cycles(rung: str, size: int = 8192, *, folder=None) -> dict:
         out.update(flop_per_cycle=per_cycle, pct_vendor=stretch["pct"], file=row["file"])
         print(f"RECORDED on the {row['gpu']} ({row['file']}, {row['date'][:10]}): rung {rung} at {size}^3, its timing "
               f"build's median launch: {stretch['mcycles']:.3f} Mcycles at {stretch['ghz']:.3f} GHz, {per_cycle:,.0f} "
-              f"flop per SM cycle ({sms} SMs); {stretch['pct']:.1f}% of {harness.baseline_label([row])} "
+              f"flop per SM cycle ({sms} SMs); {stretch['pct']:.1f}% of {vendors.baseline_label([row])} "
               f"(p10-p90 {stretch['pct_p10']:.1f}-{stretch['pct_p90']:.1f}), launches alternated")
         ceilings = recorded_ceilings(folder) or {}
         extra = get(rung).extra
@@ -717,15 +717,15 @@ def compare_or_show(rung_a: str, rung_b: str, size: int, *, repeats: int = 30) -
     ``compare`` report (:func:`measurement_folder`) that the label names. Otherwise: the cycles verdict from the
     recorded runs of both at that size, labelled as recorded."""
     a, b = get(rung_a), get(rung_b)
-    if target.runnable() is not None and harness.refusal_here(a) is None and harness.refusal_here(b) is None:
+    if target.runnable() is not None and verification.refusal_here(a) is None and verification.refusal_here(b) is None:
         import cupy
 
         folder = measurement_folder()
         for rung in (a, b):
-            harness.verify(rung, size, size, size).raise_if_failed()
-        sets = harness.input_sets(size, size, size, cupy.cuda.Device().attributes["L2CacheSize"])
-        paired = harness.time_paired(b.launch, a.launch, sets, warmup=5, repeats=repeats)
-        clocked = [harness.time_with_clock(rung.launch, sets) for rung in (a, b)]
+            verification.verify(rung, size, size, size).raise_if_failed()
+        sets = timing.input_sets(size, size, size, cupy.cuda.Device().attributes["L2CacheSize"])
+        paired = timing.time_paired(b.launch, a.launch, sets, warmup=5, repeats=repeats)
+        clocked = [timing.time_with_clock(rung.launch, sets) for rung in (a, b)]
         ratios = [tb / ta for tb, ta in zip(paired.fn_ms, paired.reference_ms)]
         found = [verdict.compare_paired(f"rung {a.id}", f"rung {b.id}", ratios,
                                         f"time at {size}^3, launches alternated (b / a per pair)")]
@@ -918,7 +918,7 @@ def size_sweep(*rungs: str, sizes=(1024, 2048, 4096, 8192), folder=None, one_str
         files = sorted({r["file"] for r in rows.values()})
         print(f"RECORDED on the {next(iter(rows.values()))['gpu']} ({', '.join(files)}): rung {rung}, "
               f"{bm}x{bn} tiles, {slots} SM-tile slots ({sms} SMs x {slots // sms}); vendor: "
-              f"{harness.baseline_label(rows.values(), per_shape=True)}")
+              f"{vendors.baseline_label(rows.values(), per_shape=True)}")
         print(f"{'size':>6}{'TFLOP/s':>9}{'' if one_stretch else 'vendor':>8}{'% vendor':>10}{'Mcycles':>9}{'GHz':>7}"
               f"{'FLOP/SM-cycle':>15}{'tiles':>7}{'waves':>7}{'slots used':>12}")
         shown = []
@@ -998,7 +998,7 @@ def tune_verdicts(rung: str, label_a: str, label_b: str, *, path=None, folder=No
         if paired:
             va = [x / y for x, y in zip(ra["samples_ms"], ra["cublas_samples_ms"])]
             vb = [x / y for x, y in zip(rb["samples_ms"], rb["cublas_samples_ms"])]
-            what = f"time over the paired {harness.baseline_label([ra, rb])} launch's at {M}x{N}x{K}"
+            what = f"time over the paired {vendors.baseline_label([ra, rb])} launch's at {M}x{N}x{K}"
         else:
             va, vb = ra["samples_ms"], rb["samples_ms"]
             what = f"time at {M}x{N}x{K}, each configuration in its own turn"
@@ -1196,7 +1196,7 @@ STRETCH_NOTE = ("ms, Mcycles, GHz and TFLOP/s: the median launch of the rung's t
 
 def format_stretch_table(records) -> str:
     """The fixed-width table of :func:`stretch_row` for each record that has its launches' clocks."""
-    from ..measurement.harness import baseline_note
+    from ..measurement.vendors import baseline_note
 
     rows = [s for r in records if (s := stretch_row(r)) is not None]
     lines = [f"{'rung':<5} {'M x N x K':>16} {'ms':>8} {'Mcycles':>8} {'GHz':>6} {'TFLOP/s':>8} "

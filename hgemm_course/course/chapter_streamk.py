@@ -135,10 +135,10 @@ def run_or_show_cycles(rung_a: str, rung_b: str, shapes, sizes=(4096, 8192)) -> 
     both from one run (:func:`show_cycles`). Returns the verdicts."""
     from . import chapter
     from ..library import target
-    from ..measurement import harness
+    from ..measurement import verification
     from ..library.ladder import get
 
-    if target.runnable() is not None and all(harness.refusal_here(get(r)) is None for r in (rung_a, rung_b)):
+    if target.runnable() is not None and all(verification.refusal_here(get(r)) is None for r in (rung_a, rung_b)):
         chapter.run_or_show([rung_a, rung_b], shapes, list(sizes), one_stretch=True)
         return [v for n in sizes for v in chapter.compare_or_show(rung_a, rung_b, n)]
     print("no GPU here:", end=" ")

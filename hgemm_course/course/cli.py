@@ -14,7 +14,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..measurement.harness import MIN_REPEATS
+from ..measurement.timing import MIN_REPEATS
 from ..measurement.commands import DEFAULT_BENCH_SIZES, SIM_MAX_MACS, SIM_MAX_OUTPUTS, SIM_SHAPE, TUNE_SIZES, VERIFY_SIZES
 from ..measurement.shapes import parse_shapes, parse_size, shapes_text
 

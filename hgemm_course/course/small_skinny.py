@@ -501,12 +501,13 @@ def format_trailing(rows: list[dict]) -> str:
 def time_or_show(shapes, sweep: dict) -> list[dict]:
     """On a GPU that runs gemm()'s plan (wgmma): verify and time ``gemm(a, b, out=c)`` at ``shapes`` against the
     faster vendor library in this process (``hgemm-course bench plan``'s way: :func:`hgemm_course.measurement.commands.checked_rungs`
-    and :func:`hgemm_course.measurement.harness.bench`), written (:func:`hgemm_course.course.chapter.measurement_folder`) and printed
+    and :func:`hgemm_course.measurement.bench.bench`), written (:func:`hgemm_course.course.chapter.measurement_folder`) and printed
     under the GPU, date and file. Elsewhere, the one line that says why
     (on a GPU) and the recorded H200 rows of those shapes from ``sweep``
     (:func:`hgemm_course.viz.vendor_sweep.vendor_sweep_data`). Returns the rows printed."""
     from ..library import target
-    from ..measurement.harness import format_table, refusal_here
+    from ..measurement.bench import format_table
+    from ..measurement.verification import refusal_here
     from ..library.plan import planned_rung
 
     shapes = [tuple(s) for s in shapes]
@@ -514,7 +515,7 @@ def time_or_show(shapes, sweep: dict) -> list[dict]:
     why = None if here is None else refusal_here(planned_rung())
     if here is not None and why is None:
         from .chapter import measured_label, measurement_folder
-        from ..measurement.harness import bench
+        from ..measurement.bench import bench
         from ..measurement.commands import checked_rungs
         from ..measurement.records import write_run
 

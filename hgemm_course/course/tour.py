@@ -51,7 +51,7 @@ def _tour_without_gpu() -> int:
         print("Numba was imported before the simulator could be switched on; run `NUMBA_ENABLE_CUDASIM=1 hgemm-course tour`.")
         return 1
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-    from ..measurement.harness import verify
+    from ..measurement.verification import verify
     from ..library.ladder import registry
 
     failed = 0
@@ -68,7 +68,8 @@ def _tour_with_gpu(sizes, folder: Path) -> int:
     drawn beside it; one line per rung it cannot run. The count of failures (1 when nothing was timed)."""
     import matplotlib
 
-    from ..measurement.harness import SHOWN_INSTEAD, bench, format_table
+    from ..measurement.bench import bench, format_table
+    from ..measurement.verification import SHOWN_INSTEAD
     from ..library.ladder import registry
     from ..measurement.records import load_records, write_run
 

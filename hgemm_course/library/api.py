@@ -10,7 +10,7 @@ What a call does, and what it leaves out on purpose:
   out of a kept one, one launch each way (:func:`_gemm_padded`, :mod:`hgemm_course.library.padded`),
   which costs those bytes;
 - allocates C with ``cupy.empty`` or writes into ``out``, never filling it first: every kernel
-  writes every element of C (the harness proves it by poisoning C with NaN before it verifies);
+  writes every element of C (verification proves it by poisoning C with NaN before it compares);
 - launches on the device the operands live on, on CuPy's current stream, without a sync;
 - reuses what the rungs cache per shape and pointer: loaded kernels, grids, tensor maps; and with ``out``,
   the whole launch: a call whose CuPy operands have the pointers, shapes, rung, GPU and stream of an earlier

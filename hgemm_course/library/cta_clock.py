@@ -11,7 +11,7 @@ stamps around the body their plain kernel runs.
     with timing_builds():
         rung.launch(a, b, c)           # launches the timing build of the kernel the rung picks
 
-:func:`hgemm_course.measurement.harness.time_with_clock` alternates the plain and the timing build launch by
+:func:`hgemm_course.measurement.timing.time_with_clock` alternates the plain and the timing build launch by
 launch, so that each record shows that the log costs no time, and reads the clocks of the last
 ``SLOTS`` launches.
 """

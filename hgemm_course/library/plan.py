@@ -27,7 +27,7 @@ from typing import Callable
 # 8192 x 8192 x 2048 and 0.25% more at 16384 x 16384 x 1024 (results/profiles T1556* and T1654*), and timed
 # in turn with the pairs, three rounds at seven shapes, it read 0.2 lower to 2.5 points higher in the second
 # and third rounds, median 0.4 (results/ablations/rung11_clusters_h200_20261201; the first round, timed right
-# after each shape's inputs were made, before the card settled (harness.settle), spread -6.5 to +0.3). So
+# after each shape's inputs were made, before the card settled (timing.settle), spread -6.5 to +0.3). So
 # past one wave the rung keeps the clusters chapter 11 builds.
 ONE_WAVE_CLUSTER_M = 1
 # With every tile in the one wave, all of them run at once and their launch order buys no reuse in L2. Rung 06's

@@ -2,7 +2,7 @@
 
 Everything that depends on the GPU reads a :class:`Target`: the build (which architecture to compile
 for, cubin or PTX), the rungs (which features they need, what tile and ring fit its shared memory), the
-harness, ``gemm()``, the plan, the chapters and the checkers. No other module names an architecture or
+verification and timing, ``gemm()``, the plan, the chapters and the checkers. No other module names an architecture or
 a shared-memory size.
 
 A target comes from one of three places:

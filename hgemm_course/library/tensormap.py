@@ -18,7 +18,7 @@ FP16_BYTES = 2
 SWIZZLE_SPANS = (0, 32, 64, 128)        # bytes; 0 means no swizzle
 L2_PROMOTIONS = (0, 64, 128, 256)       # bytes; 0 means none
 # Tensor maps kept per buffer and shape: the bench rotates up to 32 input sets a shape, and a map's
-# encoding is host work a short kernel's timing would otherwise include (harness.warmup_launches).
+# encoding is host work a short kernel's timing would otherwise include (timing.warmup_launches).
 MAPS_CACHED = 512
 TENSOR_MAP_DTYPE = np.dtype([("opaque", np.uint64, (16,))])   # 128 bytes, as cuTensorMapEncodeTiled writes it
 

@@ -139,7 +139,7 @@ def compile_ceilings(t: target.Target | None = None) -> CompiledModule:
 def _timed_at_length(launch, count: int, *, target_ms: float, repeats: int) -> tuple[int, float]:
     """Scale a kernel's loop count from ``count`` until a launch takes about ``target_ms``;
     returns (count, median milliseconds over ``repeats`` launches)."""
-    from .harness import time_launches
+    from .timing import time_launches
 
     probe = statistics.median(time_launches(launch, [(count,)], warmup=1, repeats=3))
     count = max(count, round(count * target_ms / probe))
@@ -191,7 +191,8 @@ def measure_ceilings(*, copy_bytes: int = 2 * 2**30, gemm_size: int = 8192, repe
     import cupy
     from tqdm import tqdm
 
-    from .harness import random_inputs, tflops, time_launches
+    from .timing import tflops, time_launches
+    from .verification import random_inputs
 
     gpu = device.require_gpu("Measuring the ceilings")
     here = target.current()

@@ -58,7 +58,7 @@ def verify_command(rung_ids=None, sizes=None, *, seed: int | None = None, out_di
     """Verify rungs (default: every rung this machine runs; rungs 01-02 under the simulator) at each size."""
     from dataclasses import asdict
 
-    from .harness import verify, why_not_here
+    from .verification import verify, why_not_here
     from ..library.ladder import registry
     from .records import run_folder, write_run
 
@@ -88,7 +88,7 @@ def bench_command(rung_ids=None, sizes=None, *, repeats: int = 30, out_dir: Path
                   record: bool = False, as_json: bool = False) -> int:
     """Verify, then time rungs (default: every rung) against the faster vendor library at each size; print the table
     (with the line naming that baseline) or the JSON records and write the run."""
-    from .harness import bench, format_table
+    from .bench import bench, format_table
     from ..library.ladder import registry
     from .records import load_records, run_folder, write_run
 
@@ -118,7 +118,8 @@ def tune_command(rung_id: str, sizes=None, *, tiles=None, stages=None, supers=No
     library at each size. Without
     a folder to write to, or a GPU that runs the rung, refused in one line before the sweep is planned."""
     from . import tune
-    from .harness import baseline_note, require_runs_here
+    from .vendors import baseline_note
+    from .verification import require_runs_here
     from .records import run_folder, write_run
 
     rung_id = tune.get(rung_id).id          # "11", 11 and "11_persistent" alike
@@ -177,7 +178,7 @@ def ceilings_command(*, out_dir: Path | None = None, record: bool = False) -> in
 
 def limits_command(size: int = 8192, *, out_dir: Path | None = None, record: bool = False) -> int:
     """Chapter 08's experiments at M = N = K = ``size``: they time rung 07's variants, so they need a GPU that runs it."""
-    from .harness import require_runs_here
+    from .verification import require_runs_here
     from ..library.ladder import get
     from .limits import format_limits, run_all
     from .records import run_folder

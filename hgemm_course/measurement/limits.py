@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from . import harness, verdict
+from . import timing, vendors, verdict, verification
 from ..library import device, tensormap
 from ..library.ladder import r07_tma
 from ..library.ladder.nvrtc_kernel import MmaTiles
@@ -144,15 +144,15 @@ def variants(base: MmaTiles = r07_tma.TILES) -> list[tuple[str, MmaTiles]]:
 
 def variant_timings(n: int = 8192, *, repeats: int = 30) -> list[dict]:
     """Verify each of :func:`variants` at n^3, then time it alternated launch by launch with cuBLAS
-    (``harness.time_paired``, input sets rotated past L2) and with its own timing build (its launches' SM cycles
-    and clock, ``harness.time_with_clock``), all in this process."""
+    (``timing.time_paired``, input sets rotated past L2) and with its own timing build (its launches' SM cycles
+    and clock, ``timing.time_with_clock``), all in this process."""
     import cupy
 
     device.require_gpu("Timing the chapter-08 variants")
-    a, b, seed = harness.random_inputs(n, n, n, xp=cupy)
+    a, b, seed = verification.random_inputs(n, n, n, xp=cupy)
     c = cupy.empty((n, n), dtype=cupy.float16)
     reference = cupy.matmul(a.astype(cupy.float32), b.astype(cupy.float32))
-    sets = harness.input_sets(n, n, n, cupy.cuda.Device().attributes["L2CacheSize"])
+    sets = timing.input_sets(n, n, n, cupy.cuda.Device().attributes["L2CacheSize"])
     rows = []
     for label, tiles in variants():
         smem = r07_tma.smem_bytes(tiles)
@@ -170,16 +170,16 @@ def variant_timings(n: int = 8192, *, repeats: int = 30) -> list[dict]:
 
         c.fill(cupy.nan)
         launch(a, b, c)
-        check = harness.compare(c, reference, K=n, rung="07", seed=seed)
+        check = verification.compare(c, reference, K=n, rung="07", seed=seed)
         row["rel_fro_err"] = check.rel_fro_err
         if not check.passed:
             rows.append({**row, "failed": check.summary()})
             continue
-        t = harness.time_paired(launch, harness.cublas, sets, warmup=5, repeats=repeats)
+        t = timing.time_paired(launch, vendors.cublas, sets, warmup=5, repeats=repeats)
         ms, cms = statistics.median(t.fn_ms), statistics.median(t.reference_ms)
-        row.update(ms=ms, tflops=harness.tflops(n, n, n, ms), cublas_ms=cms, pct_cublas=100.0 * cms / ms,
+        row.update(ms=ms, tflops=timing.tflops(n, n, n, ms), cublas_ms=cms, pct_cublas=100.0 * cms / ms,
                    pct_cublas_pairs=[100.0 * r / f for f, r in zip(t.fn_ms, t.reference_ms)])
-        clocked = harness.time_with_clock(launch, sets)
+        clocked = timing.time_with_clock(launch, sets)
         if clocked and clocked.launches:
             row.update(clocked.summary())
         rows.append(row)

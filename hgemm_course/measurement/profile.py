@@ -43,13 +43,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import harness, ncu, records
+from . import ncu, records, verification
 from .ncu import (LAUNCH_METRICS, METRICS, SCALAR_METRICS, SM_CLOCK, SMEM_METRICS, STALL_METRIC,
                   STALL_REASONS)
 from .profile_target import (CUBLAS, CUBLAS_KERNELS, TARGETS, VERIFIED, WRONG_C, PlanTarget, launch_config, rung_id,
                              variant_label)
 from ..library import device
-from .harness import VerificationError
+from .verification import VerificationError
 from ..library.paths import results_dir, write_atomic
 
 TARGET_MODULE = "hgemm_course.measurement.profile_target"   # the process ncu profiles
@@ -315,9 +315,9 @@ def profile_command(rung: str, shape: tuple[int, int, int], *, super_mn: tuple[i
     if target.id == PlanTarget.id:
         from ..library.plan import planned_rung
 
-        harness.require_runs_here(planned_rung())
+        verification.require_runs_here(planned_rung())
     elif target.id not in TARGETS:
-        harness.require_runs_here(target)
+        verification.require_runs_here(target)
     ncu_path = require_ncu()
     print(f"profiling rung {target.id} at {M}x{N}x{K} ({variant_label(overrides)}) with ncu "
           "(a few seconds per replay pass)...", flush=True)

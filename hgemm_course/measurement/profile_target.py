@@ -10,7 +10,7 @@ import inspect
 import sys
 from dataclasses import replace
 
-from . import harness
+from . import vendors, verification
 from ..library import device
 from ..library.ladder import get, registry
 from ..library.ladder.nvrtc_kernel import launched_kernel
@@ -48,7 +48,7 @@ class CublasLtTarget:
 
     @staticmethod
     def launch(a, b, c):
-        fn = harness.vendors().get(harness.CUBLASLT_NAME)
+        fn = vendors.vendors().get(vendors.CUBLASLT_NAME)
         if fn is None:
             raise RuntimeError("Profiling cuBLASLt needs PyTorch: pip install -e \".[compare]\".")
         fn(a, b, c)
@@ -173,7 +173,7 @@ def target_main(argv=None) -> int:
         return 1
     import cupy
 
-    a, b, seed = harness.random_inputs(M, N, K, xp=cupy)
+    a, b, seed = verification.random_inputs(M, N, K, xp=cupy)
     c = cupy.full((M, N), cupy.nan, dtype=cupy.float16)
     for _ in range(1 + args.launches):
         rung.launch(a, b, c, **overrides)
@@ -182,12 +182,12 @@ def target_main(argv=None) -> int:
     unwritten = int((~cupy.isfinite(c)).sum())
     rows = cupy.arange(0, M, VERIFY_ROW_STEP)
     reference = cupy.matmul(a[rows].astype(cupy.float32), b.astype(cupy.float32))
-    result = harness.compare(c[rows], reference, K=K, rung=rung.id, seed=seed)
+    result = verification.compare(c[rows], reference, K=K, rung=rung.id, seed=seed)
     print(f"{result.summary()} ({len(rows)} rows checked), unwritten or non-finite in all of C: {unwritten}",
           flush=True)
     if unwritten or not result.passed:
         print(f"rung {rung.id} {WRONG_C}: the profile of this launch is not worth reading "
-              f"(reproduce with harness.verify('{rung.id}', {M}, {N}, {K}, seed={seed})).", file=sys.stderr)
+              f"(reproduce with verification.verify('{rung.id}', {M}, {N}, {K}, seed={seed})).", file=sys.stderr)
         return 1
     print(VERIFIED, flush=True)
     return 0

@@ -225,7 +225,7 @@ def load_records(folder: Path | None = None, *, latest_only: bool = True, gpu: s
     ``folder`` defaults to the recorded results/; ``gpu`` keeps only runs on that GPU (see :func:`load_runs`, which
     skips what is malformed).
     """
-    from .harness import baseline_name
+    from .vendors import baseline_name
 
     rows = {}
     listing = []
@@ -300,13 +300,13 @@ def ladder_markdown(records: list[dict] | None = None) -> str:
     """README's ladder table: per rung, at each recorded square size, the median over its recorded runs of TFLOP/s
     and % of the vendor baseline (same run), with the p10-p90 of the % over those runs and their count, so that two
     rungs whose ranges overlap read as what they are; the baseline named under it by
-    :func:`hgemm_course.measurement.harness.baseline_label`.
+    :func:`hgemm_course.measurement.vendors.baseline_label`.
 
     By default from the recorded H200 runs only: a run on another GPU never enters README. Where runs with
     paired timing exist, only they make the table. ``records``: flat records (:func:`load_records`), every run's
     (``latest_only=False``) or the newest only; a cell takes the runs against the baseline of the newest record there.
     """
-    from .harness import baseline_label
+    from .vendors import baseline_label
     from ..library.ladder import registry
 
     records = load_records(gpu=RECORDED_GPU, latest_only=False) if records is None else records
@@ -356,9 +356,9 @@ def ladder_summary(records: list[dict] | None = None, sizes=SUMMARY_SIZES) -> di
     (and gemm()'s plan) at a few square sizes, and the top rung's at the largest of them. ``{"sizes", "rows":
     [(label, {n: LadderCell})], "top": (label, n, LadderCell, baseline) |
     None, "baseline", "records", "runs"}``: "baseline" what the rows' % are of, with which vendor at which shape
-    where they differ (:func:`hgemm_course.measurement.harness.baseline_label`); "records" and "runs" count everything recorded,
+    where they differ (:func:`hgemm_course.measurement.vendors.baseline_label`); "records" and "runs" count everything recorded,
     for what the summary leaves out."""
-    from .harness import baseline_in_brief, baseline_label
+    from .vendors import baseline_in_brief, baseline_label
     from ..library.ladder import registry
 
     records = load_records(gpu=RECORDED_GPU, latest_only=False) if records is None else records
@@ -407,7 +407,7 @@ def _summary_cell(cell: LadderCell) -> str:
 
 def results_command(folder: Path | None = None, *, as_json: bool = False) -> int:
     """``hgemm-course results``: every recorded run (newest per rung and shape), then the learner's own runs."""
-    from .harness import format_table
+    from .bench import format_table
 
     if folder is not None and not Path(folder).is_dir():
         raise ValueError(f"{folder} is {'not a folder' if Path(folder).exists() else 'no folder'}; give --dir a folder "
@@ -430,7 +430,7 @@ def results_command(folder: Path | None = None, *, as_json: bool = False) -> int
 
 def _print_own_runs(shown: Path | None) -> None:
     """The learner's own runs in ./hgemm-results/, after the recorded ones, each GPU's apart and labelled."""
-    from .harness import format_table
+    from .bench import format_table
 
     folder = user_results_dir()
     if shown is not None and Path(shown).resolve() == folder.resolve() or not folder.is_dir():

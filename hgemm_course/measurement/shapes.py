@@ -68,3 +68,8 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 def shapes_text(shapes) -> str:
     """Shapes as the command line takes them: 1024 for 1024x1024x1024, else MxNxK."""
     return " ".join(str(M) if M == N == K else f"{M}x{N}x{K}" for M, N, K in shapes)
+
+
+def as_shapes(sizes) -> list[tuple[int, int, int]]:
+    """Sizes as bench and the vendor choice take them, ``n`` (for n x n x n) or (M, N, K), as (M, N, K) tuples."""
+    return [(s, s, s) if isinstance(s, int) else tuple(s) for s in sizes]

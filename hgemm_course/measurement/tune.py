@@ -8,9 +8,9 @@ configuration becomes keyword arguments of the rung's own ``kernel()`` and ``lau
 target, a super tile that does not hold whole clusters) is skipped with the rung's own sentence,
 before anything is compiled. The rest are verified (random inputs, NaN-poisoned C, FP32 reference; odd
 shapes that exercise the M, N and K tails, then each timed size) and timed in the same process by
-:func:`hgemm_course.measurement.harness.bench` against the vendor baseline of each size: the faster of cuBLAS (cupy.matmul)
+:func:`hgemm_course.measurement.bench.bench` against the vendor baseline of each size: the faster of cuBLAS (cupy.matmul)
 and, where PyTorch is installed, cuBLASLt (torch.matmul), chosen once per size before the sweep
-(:func:`hgemm_course.measurement.harness.pick_vendors`), so every configuration at a size is timed against the same one.
+(:func:`hgemm_course.measurement.vendors.pick_vendors`), so every configuration at a size is timed against the same one.
 Every configuration's median lands in one JSON file under results/ (kind ``tune``), each record naming its
 baseline (``vendor``), and the configuration with the best geometric mean of % of the baseline over the sizes
 is named: the rungs' defaults are chosen from these records (see the rung modules' comments).
@@ -27,6 +27,7 @@ from functools import partial
 
 from ..library.ladder import get, registry
 from ..library.target import current
+from .text_table import Column, cell, text_table
 
 # Odd shapes verified before a configuration is timed: M and N tails, K not a multiple of 64, thin.
 VERIFY_SHAPES = ((257, 136, 72), (1000, 1000, 1032), (512, 1024, 4104))
@@ -185,7 +186,7 @@ def plan(rung_id: str, configs) -> tuple[list[TuneConfig], list[tuple[TuneConfig
 
 
 def variant(rung_id: str, cfg: TuneConfig):
-    """The rung with this configuration's launch: a Rung the harness verifies and times like any other."""
+    """The rung with this configuration's launch: a Rung that bench verifies and times like any other."""
     module = _module(rung_id)
     return dataclasses.replace(get(rung_id), launch=partial(module.launch, **kernel_kwargs(rung_id, cfg)),
                                extra={"config": dataclasses.asdict(cfg), "label": cfg.label})
@@ -220,27 +221,27 @@ def best(records: list[dict]) -> tuple[dict, float] | None:
 
 def run(rung_id: str, sizes, configs=None, *, repeats: int = 30, progress: bool = True):
     """Verify and time every runnable configuration at ``sizes`` against the faster vendor baseline at each size,
-    chosen once before the sweep (:func:`hgemm_course.measurement.harness.pick_vendors`; one process, one GPU). Returns
+    chosen once before the sweep (:func:`hgemm_course.measurement.vendors.pick_vendors`; one process, one GPU). Returns
     (records, skipped, failures): records as dicts with ``label`` and ``config`` added, each naming its ``vendor``."""
     from tqdm import tqdm
 
-    from . import harness
+    from . import bench, vendors, verification
     from ..library import device
 
     device.require_gpu(f"Tuning rung {rung_id}")
     rung_id = get(rung_id).id
     runnable, skipped = plan(rung_id, configs if configs is not None else sweep(rung_id))
     records, failures = [], []
-    baselines = harness.pick_vendors(sizes, repeats=repeats) if runnable else {}
+    baselines = vendors.pick_vendors(sizes, repeats=repeats) if runnable else {}
     for cfg in tqdm(runnable, desc=f"tune {rung_id}", unit="config", disable=not progress):
         rung = variant(rung_id, cfg)
-        checks = [harness.verify(rung, *shape) for shape in VERIFY_SHAPES]
+        checks = [verification.verify(rung, *shape) for shape in VERIFY_SHAPES]
         bad = [c for c in checks if not c.passed]
         if bad:
             failures.extend((cfg, c) for c in bad)
             continue
         failed: list = []
-        for rec in harness.bench([rung], sizes, repeats=repeats, progress=False, failures=failed,
+        for rec in bench.bench([rung], sizes, repeats=repeats, progress=False, failures=failed,
                                   baselines=baselines):
             records.append({**rec.as_dict(), "label": cfg.label, "config": dataclasses.asdict(cfg)})
         failures.extend((cfg, c) for c in failed)
@@ -248,28 +249,28 @@ def run(rung_id: str, sizes, configs=None, *, repeats: int = 30, progress: bool 
 
 
 def format_tune_table(records: list[dict]) -> str:
-    """One row per configuration, % of the vendor baseline per size (:func:`hgemm_course.measurement.harness.baseline_note`
+    """One row per configuration, % of the vendor baseline per size (:func:`hgemm_course.measurement.vendors.baseline_note`
     names it), best first."""
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in records})
     by_label: dict[str, dict] = {}
     for r in records:
         by_label.setdefault(r["label"], {})[(r["M"], r["N"], r["K"])] = r["pct_cublas"]
     width = max([36] + [len(label) + 2 for label in by_label])
-    head = f"{'configuration':<{width}}" + "".join(f"{f'{m}x{n}x{k}':>16}" for m, n, k in sizes) + f"{'geomean':>10}"
+    columns = ([Column("configuration", width, "<")] + [Column(f"{m}x{n}x{k}", 16) for m, n, k in sizes]
+               + [Column("geomean", 10)])
     rows = []
     for label, pcts in by_label.items():
-        cells = "".join(f"{pcts[s]:>15.1f}%" if s in pcts else f"{'-':>16}" for s in sizes)
         merit = score(list(pcts.values()))
         # configurations timed at every size first (those best() compares), then the rest
-        rows.append((len(pcts) == len(sizes), merit, f"{label:<{width}}{cells}{merit:>9.1f}%"))
-    return "\n".join([head] + [row for *_, row in sorted(rows, reverse=True)])
+        rows.append((len(pcts) == len(sizes), merit, [label, *(cell(pcts.get(s), ".1f", "%") for s in sizes), f"{merit:.1f}%"]))
+    return text_table(columns, [row for *_, row in sorted(rows, reverse=True)], gap="")
 
 
 def recorded_tile_comparison(rungs, tiles, *, folder=None) -> str:
     """A table, labelled as recorded, of the newest paired tune records of each rung at each CTA tile ("BMxBN"):
     % of the vendor baseline per cube size, so two rungs are compared at one tile. Other settings (stages, super tiles)
     are whatever the tune ran with; a missing cell reads "-"."""
-    from .harness import baseline_label
+    from .vendors import baseline_label
     from .records import load_runs
 
     rungs = [get(r).id for r in rungs]
@@ -289,10 +290,7 @@ def recorded_tile_comparison(rungs, tiles, *, folder=None) -> str:
         return (f"No recorded paired tune of rungs {', '.join(rungs)} at tiles {', '.join(tiles)}: run "
                 f"`hgemm-course tune RUNG --tiles {' '.join(tiles)} --record` on the H200.")
     sizes = sorted({n for _, _, n in cells})
-    lines = [f"RECORDED paired tunes ({', '.join(sorted(files))}), % of {baseline_label(shown, per_shape=True)}:",
-             f"{'tile':<10}{'rung':<6}" + "".join(f"{f'{n}^3':>9}" for n in sizes)]
-    for tile in tiles:
-        for rung in rungs:
-            lines.append(f"{tile:<10}{rung:<6}" + "".join(
-                f"{cells[(rung, tile, n)]:>8.1f}%" if (rung, tile, n) in cells else f"{'-':>9}" for n in sizes))
-    return "\n".join(lines)
+    columns = [Column("tile", 10, "<"), Column("rung", 6, "<")] + [Column(f"{n}^3", 9) for n in sizes]
+    rows = [[tile, rung, *(cell(cells.get((rung, tile, n)), ".1f", "%") for n in sizes)] for tile in tiles for rung in rungs]
+    return (f"RECORDED paired tunes ({', '.join(sorted(files))}), % of {baseline_label(shown, per_shape=True)}:\n"
+            + text_table(columns, rows, gap=""))

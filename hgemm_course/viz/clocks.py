@@ -16,11 +16,11 @@ def clocks_data(rung: str = "07", size: int = 8192, *, folder=None, profiles_fol
     ``{'rung_ms', 'cublas_ms', 'rung_mhz', 'cublas_mhz' (cycles / time), 'nvml_mhz', 'nvml_cublas_mhz',
     'pct' (per pair), 'pct_cycles' (the baseline's cycles over the rung's), 'rung_cycles', 'cublas_cycles', 'file',
     'profile_files', 'gpu', 'date', 'baseline'}``, 'baseline' the vendor the run paired the rung with
-    (:func:`hgemm_course.measurement.harness.baseline_label`), whose recorded profile gives its cycles. ``folder``: where the
+    (:func:`hgemm_course.measurement.vendors.baseline_label`), whose recorded profile gives its cycles. ``folder``: where the
     bench runs are (default results/), ``profiles_folder`` the profiles (default results/profiles/). A ValueError names what to record when the bench or a profile is
     missing.
     """
-    from ..measurement.harness import CUBLASLT_NAME, baseline_label
+    from ..measurement.vendors import CUBLASLT_NAME, baseline_label
     from ..library.ladder import get
     from ..measurement.profile import recorded_profile
     from ..measurement.records import load_runs

@@ -18,9 +18,9 @@ def ladder_data(records=None, *, size=None):
 
     ``records``: :func:`hgemm_course.measurement.records.load_records` output, every run's (read from results/ when None).
     Returns ``{'rungs', 'pct_cublas', 'sizes', 'gpus', 'baseline'}`` sorted by rung, 'baseline' what the % are of
-    (:func:`hgemm_course.measurement.harness.baseline_label` of the newest runs drawn).
+    (:func:`hgemm_course.measurement.vendors.baseline_label` of the newest runs drawn).
     """
-    from ..measurement.harness import baseline_label
+    from ..measurement.vendors import baseline_label
     from ..measurement.records import ladder_cells
 
     best = {}
@@ -40,9 +40,9 @@ def ladder_grid_data(records=None):
 
     Returns ``{'rungs', 'sizes', 'pct_cublas', 'low', 'high' (each len(rungs) x len(sizes)), 'runs' (counts), 'gpus',
     'baseline', 'baseline_shapes', 'baselines'}``: what the grid's % are of, that with which vendor at which shape
-    where they differ, and per rung what its row's % are of (:func:`hgemm_course.measurement.harness.baseline_label`).
+    where they differ, and per rung what its row's % are of (:func:`hgemm_course.measurement.vendors.baseline_label`).
     """
-    from ..measurement.harness import baseline_label
+    from ..measurement.vendors import baseline_label
     from ..measurement.records import ladder_cells
 
     cells = ladder_cells(_all_records() if records is None else records)

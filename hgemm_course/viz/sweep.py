@@ -26,11 +26,11 @@ def shape_sweep_data(records=None, *, rungs=("11", "12"), shapes=None):
     'latest_plan': None, or, where a later run timed gemm()'s plan (``bench plan``) at every shape of the sweep, the
     newest such run: {'file', 'date', 'pct': [% or None per shape], 'geomean', 'min'} (the last two over the
     sweep's non-square shapes, 'baseline': what its % are of)}``, with 'baseline' what the sweep run's % are of
-    (:func:`hgemm_course.measurement.harness.baseline_label`).
+    (:func:`hgemm_course.measurement.vendors.baseline_label`).
     """
     import math
 
-    from ..measurement.harness import baseline_label
+    from ..measurement.vendors import baseline_label
     from ..library.plan import plan
     from ..measurement.records import load_records
     from ..sim.waves import UNITS

@@ -1,4 +1,4 @@
-"""The ladder: one registry of rungs that the CLI, harness, plots, README table and tests all read.
+"""The ladder: one registry of rungs that the CLI, bench, plots, README table and tests all read.
 
 Each rung lives in its own module ``rNN_<slug>.py`` in this folder and defines ``RUNG``.
 Nothing else lists the rungs: :func:`registry` finds the modules by name.
@@ -38,7 +38,7 @@ class Rung:
     multiple_m: int = 1          # M must be a multiple of this
     multiple_n: int = 1
     multiple_k: int = 1
-    max_bench_size: int | None = None    # the harness caps benchmarks of slow rungs
+    max_bench_size: int | None = None    # bench caps benchmarks of slow rungs
     extra: dict = field(default_factory=dict)  # rung-specific facts for reports (tile shape, smem bytes)
 
     @property

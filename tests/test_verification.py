@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from hgemm_course.measurement import harness
-from hgemm_course.measurement.harness import compare, input_sets_needed, random_inputs, verify
+from hgemm_course.measurement import verification
+from hgemm_course.measurement.verification import compare, random_inputs, verify
 
 
 def _case(M=64, N=48, K=80, seed=3):
@@ -33,7 +33,7 @@ def test_wrong_element_is_caught_and_named():
     result = compare(c, ref, K=80)
     assert not result.passed
     assert (result.first_bad["row"], result.first_bad["col"]) == (17, 5)
-    with pytest.raises(harness.VerificationError, match=r"C\[17, 5\]"):
+    with pytest.raises(verification.VerificationError, match=r"C\[17, 5\]"):
         result.raise_if_failed()
 
 
@@ -48,19 +48,12 @@ def test_unwritten_element_left_as_nan_poison_is_caught():
 def test_systematic_small_error_fails_the_norm_test():
     ref, _ = _case()
     result = compare((ref * 1.003).astype(np.float16), ref, K=80)
-    assert not result.passed and result.rel_fro_err > harness.REL_FRO_TOL
+    assert not result.passed and result.rel_fro_err > verification.REL_FRO_TOL
 
 
 def test_transposed_result_is_caught():
     ref, _ = _case(M=32, N=32, K=32)
     assert not compare(ref.T.astype(np.float16), ref, K=32).passed
-
-
-def test_input_sets_rotate_until_l2_is_outrun():
-    l2 = 60 * 2**20
-    assert input_sets_needed(8192, 8192, 8192, l2) == 1
-    n = input_sets_needed(1024, 1024, 1024, l2)
-    assert n * 2 * (2 * 1024 * 1024) >= 4 * l2 or n == 32
 
 
 @pytest.mark.parametrize("rung", ["01", "02"])
@@ -99,7 +92,8 @@ def test_verify_reports_a_broken_kernel(monkeypatch):
 def test_bench_never_times_a_wrong_kernel():
     from dataclasses import replace
 
-    from hgemm_course.measurement.harness import VerificationError, bench
+    from hgemm_course.measurement.bench import bench
+    from hgemm_course.measurement.verification import VerificationError
     from hgemm_course.library.ladder import get
 
     good = get("02")
@@ -116,52 +110,3 @@ def test_bench_never_times_a_wrong_kernel():
         bench([broken], [256], repeats=20, progress=False)
     (record,) = bench([good], [512], repeats=20, progress=False)
     assert record.rel_fro_err < 1e-3 and len(record.samples_ms) == 20 and record.pct_cublas > 0
-
-
-def test_the_stream_hold_compiles_to_one_small_kernel():
-    from hgemm_course.library.build import compile_cuda
-
-    resources = compile_cuda("hold.cu", name_expressions=("hold_stream",)).resources_of("hold_stream")
-    assert resources.spill_stores == 0 and resources.smem_static == 0
-
-
-def test_held_batches_cover_every_launch_once():
-    batches = harness._held_batches(2 * harness.HOLD_LAUNCHES + 3)
-    assert [i for b in batches for i in b] == list(range(2 * harness.HOLD_LAUNCHES + 3))
-    assert max(len(b) for b in batches) == harness.HOLD_LAUNCHES
-
-
-def _slow_host_launch(host_s):
-    """A launcher that spends ``host_s`` on the host before it queues a few-microsecond kernel."""
-    import time
-
-    import cupy
-
-    def launch(x):
-        time.sleep(host_s)
-        x += 1
-    return launch, [(cupy.zeros(1024, cupy.float32),)]
-
-
-@pytest.mark.gpu
-def test_timed_launches_exclude_the_hosts_preparation():
-    launch, inputs = _slow_host_launch(0.002)
-    ms = harness.time_launches(launch, inputs, warmup=1, repeats=8)
-    assert max(ms) < 0.5, f"2 ms of host work per launch showed in the events: {ms}"
-    t = harness.time_paired(launch, launch, inputs, warmup=1, repeats=6)
-    assert max(t.fn_ms + t.reference_ms) < 0.5, t
-    assert not harness.StreamHold.timed_out()
-
-
-@pytest.mark.gpu
-def test_a_hold_the_host_never_releases_gives_up_and_says_so(monkeypatch):
-    import time
-
-    import cupy
-
-    monkeypatch.setattr(harness, "HOLD_TIMEOUT_S", 0.05)
-    with harness.StreamHold():
-        time.sleep(0.3)
-    cupy.cuda.get_current_stream().synchronize()
-    assert harness.StreamHold.timed_out()
-    assert not harness.StreamHold.timed_out()      # read once, then cleared
