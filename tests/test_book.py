@@ -24,7 +24,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from hgemm_course.course import book, book_pages, book_results
+from hgemm_course.course import book, book_pages, book_results, book_site
 from hgemm_course.check import ALL_EXERCISES
 from hgemm_course.check.generate import is_marker, render
 from hgemm_course.library.paths import PTX_SNIPPETS_DIR
@@ -35,7 +35,7 @@ from hgemm_course.viz import FIGURES
 # myst-parser still reads an attribute Sphinx 9 deprecates, once per reference: a note to its authors, not to us
 pytestmark = pytest.mark.filterwarnings("ignore:'myst_parser.sphinx_ext.myst_refs.MystReferenceResolver.app' is deprecated")
 
-ROOT = book.checkout_root()
+ROOT = book_site.checkout_root()
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -50,7 +50,7 @@ def normalized(text: str) -> str:
 def solution_lines(name: str) -> list[str]:
     """The lines of the solution that the exercise as generated does not show anywhere: the answer, line by line
     (from the course's source, not the working copies in exercises/ and solutions/, which a learner may edit)."""
-    exercise, solution = render(book.exercises()[name].name)
+    exercise, solution = render(book_site.exercises()[name].name)
     exercise = normalized(exercise)
     return [line for line in map(normalized, solution.splitlines())
             if len(line) >= SECRET_LINE_CHARS and line not in exercise]
@@ -62,7 +62,7 @@ def course_text() -> str:
     they include (the answers of ex03_cp_async and ex04_mma_sync) and the chapters."""
     sources = [rung.kernel_path.read_text() for rung in registry().values() if rung.kernel_path]
     sources += [path.read_text() for path in sorted(PTX_SNIPPETS_DIR.glob("*.cuh"))]
-    return normalized("\n".join(sources + [path.read_text() for path in book.chapters(ROOT)]))
+    return normalized("\n".join(sources + [path.read_text() for path in book_site.chapters(ROOT)]))
 
 
 class _Text(HTMLParser):
@@ -103,12 +103,12 @@ def test_chapters_are_found_by_glob_in_course_order(tmp_path):
     (tmp_path / "chapters").mkdir()
     for name in ("12_streamk.ipynb", "02_tiled.ipynb", "10_warp_specialized.ipynb", "notes.ipynb", "03_wmma.py"):
         (tmp_path / "chapters" / name).write_text("{}")
-    assert [p.name for p in book.chapters(tmp_path)] == ["02_tiled.ipynb", "10_warp_specialized.ipynb",
+    assert [p.name for p in book_site.chapters(tmp_path)] == ["02_tiled.ipynb", "10_warp_specialized.ipynb",
                                                          "12_streamk.ipynb"]
 
 
 def test_pages_list_every_chapter_exercise_kernel_and_diff_once():
-    pages = book.pages(ROOT)
+    pages = book_site.pages(ROOT)
     assert len(pages) == len(set(pages)) and pages[0] == "index" and pages[-1] == "results"
     chapter_pages = [p for p in pages if re.fullmatch(r"\d\d_\w+", p)]
     assert chapter_pages == [p.stem for p in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))]
@@ -123,19 +123,19 @@ def test_pages_list_every_chapter_exercise_kernel_and_diff_once():
 def test_a_diff_page_shows_what_hgemm_course_diff_prints(capsys):
     old, new = get("04"), get("05")
     assert main(["diff", "04", "05"]) == 0
-    assert book.rung_diff(old, new) == capsys.readouterr().out
+    assert book_site.rung_diff(old, new) == capsys.readouterr().out
     page = book_pages.diff_page_text(old, new, {"05": "05_swizzle"})
-    assert "hgemm-course diff 04 05" in page and book.rung_diff(old, new).strip() in page
+    assert "hgemm-course diff 04 05" in page and book_site.rung_diff(old, new).strip() in page
     assert "```diff" in page and "(../05_swizzle.ipynb)" in page
 
 
 def test_kernels_show_without_the_markers_of_their_exercise_regions():
     for rung in registry().values():
-        page = book_pages.kernel_page(book.KernelFile(rung.kernel_path, rung), {})
+        page = book_pages.kernel_page(book_site.KernelFile(rung.kernel_path, rung), {})
         assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page, rung.id
-        old = book.previous_rung(rung)
-        if book.diffable(old, rung):
-            assert "SOLUTION" not in book.rung_diff(old, rung), rung.id
+        old = book_site.previous_rung(rung)
+        if book_site.diffable(old, rung):
+            assert "SOLUTION" not in book_site.rung_diff(old, rung), rung.id
 
 
 def test_the_chapter_box_links_kernel_diff_and_exercise():
@@ -149,7 +149,7 @@ def test_the_chapter_box_links_kernel_diff_and_exercise():
 
 @pytest.mark.parametrize("name", list(ALL_EXERCISES))
 def test_an_exercise_page_states_the_problem_and_the_command_but_not_the_answer(name):
-    exercise = book.exercises()[name]
+    exercise = book_site.exercises()[name]
     page = book_pages.exercise_page(name, exercise, ALL_EXERCISES[name], None)
     assert f"hgemm-course check {name}" in page
     assert normalized(page).count(normalized(book_pages.problem_statement(exercise).splitlines()[0])) == 1
@@ -161,18 +161,18 @@ def test_an_exercise_page_states_the_problem_and_the_command_but_not_the_answer(
 
 
 def test_the_problem_of_a_kernel_exercise_is_its_leading_comment():
-    statement = book_pages.problem_statement(book.exercises()["ex03_wmma"])
+    statement = book_pages.problem_statement(book_site.exercises()["ex03_wmma"])
     assert statement.startswith("Exercise 03") and "#include" not in statement
 
 
 def test_the_landing_page_quotes_readme_and_lists_every_chapter():
-    page = book_pages.landing_page(ROOT, book.chapters(ROOT))
+    page = book_pages.landing_page(ROOT, book_site.chapters(ROOT))
     assert 'pip install -e ".[cu13,dev]" && hgemm-course tour' in page and "pytest --nbval-lax tests chapters" in page
     assert "jupyter lab chapters/" in page
-    assert f"{{figure}} {book.LADDER.file}" in page and "results/ladder_h200.png" not in page   # drawn, not copied
+    assert f"{{figure}} {book_site.LADDER.file}" in page and "results/ladder_h200.png" not in page   # drawn, not copied
     toctree = page[page.index("```{toctree}"):]
     assert [line for line in toctree.splitlines() if re.fullmatch(r"\d\d_\w+", line)] == [
-        p.stem for p in book.chapters(ROOT)]
+        p.stem for p in book_site.chapters(ROOT)]
 
 
 def figures_of(page: str) -> dict[str, str]:
@@ -181,9 +181,9 @@ def figures_of(page: str) -> dict[str, str]:
 
 
 def test_every_figure_of_the_site_is_drawn_from_the_records_and_names_its_command():
-    drawn = {figure.file: figure for figure in book.SITE_FIGURES}
-    assert all(figure.name in FIGURES for figure in book.SITE_FIGURES)
-    shown = {**figures_of(book_pages.landing_page(ROOT, book.chapters(ROOT))), **figures_of(book_results.results_page())}
+    drawn = {figure.file: figure for figure in book_site.SITE_FIGURES}
+    assert all(figure.name in FIGURES for figure in book_site.SITE_FIGURES)
+    shown = {**figures_of(book_pages.landing_page(ROOT, book_site.chapters(ROOT))), **figures_of(book_results.results_page())}
     assert set(shown) == set(drawn)
     for file, caption in shown.items():
         assert normalized(caption).endswith(f"by `{drawn[file].command}`."), caption
@@ -228,7 +228,7 @@ def site(built) -> Path:
 
 
 def test_the_site_has_every_page(site):
-    missing = [page for page in book.pages(ROOT) if not (site / f"{page}.html").is_file()]
+    missing = [page for page in book_site.pages(ROOT) if not (site / f"{page}.html").is_file()]
     assert not missing
 
 
@@ -239,7 +239,7 @@ def test_the_build_shows_its_progress(built):
 
 
 def test_the_site_shows_the_figures_it_drew_and_the_licence_holder(site):
-    assert all((site / "_images" / figure.file).is_file() for figure in book.SITE_FIGURES)
+    assert all((site / "_images" / figure.file).is_file() for figure in book_site.SITE_FIGURES)
     assert f"Copyright &#169; {book.copyright_holder(ROOT)}" in (site / "index.html").read_text()
 
 
@@ -325,7 +325,7 @@ def visit(context, url: str) -> PageVisit:
 @pytest.fixture(scope="module")
 def crawl(browser, server) -> dict[str, PageVisit]:
     """Every page reachable from the landing page and the chapter pages, each opened in the browser once."""
-    start = [server] + [f"{server}{path.stem}.html" for path in book.chapters(ROOT)]
+    start = [server] + [f"{server}{path.stem}.html" for path in book_site.chapters(ROOT)]
     visits, queue = {}, deque(start)
     while queue:
         url = queue.popleft()
@@ -341,7 +341,7 @@ def crawl(browser, server) -> dict[str, PageVisit]:
 
 def test_every_page_is_reached_from_the_landing_page(crawl, server):
     reached = {urldefrag(url).url.removeprefix(server) or "index.html" for url in crawl}
-    assert not [page for page in book.pages(ROOT) if f"{page}.html" not in reached]
+    assert not [page for page in book_site.pages(ROOT) if f"{page}.html" not in reached]
 
 
 def test_no_link_inside_the_site_is_broken(crawl, server):
@@ -368,12 +368,12 @@ def test_every_image_loads_and_no_page_logs_an_error(crawl):
 def test_the_landing_page_shows_the_ladder_and_every_chapter(crawl, server):
     landing = crawl[server]
     assert landing.images >= 1
-    for path in book.chapters(ROOT):
+    for path in book_site.chapters(ROOT):
         assert f"{server}{path.stem}.html" in landing.links
 
 
 def test_a_chapter_page_has_navigation_contents_figures_and_its_code(crawl, server):
-    paths = book.chapters(ROOT)
+    paths = book_site.chapters(ROOT)
     for path, following in zip(paths, paths[1:] + [None]):
         chapter = crawl[f"{server}{path.stem}.html"]
         figures = figure_outputs(path)
@@ -382,7 +382,7 @@ def test_a_chapter_page_has_navigation_contents_figures_and_its_code(crawl, serv
             assert chapter.next_page == [f"{server}{following.stem}.html"]
         sections = [link for link in chapter.contents if urldefrag(link).fragment]
         assert sections and all(urldefrag(link).fragment in chapter.ids for link in sections), path.name
-        for rung in book.rungs_of_chapter(path.name[:2]):
+        for rung in book_site.rungs_of_chapter(path.name[:2]):
             assert f"{server}kernels/{rung.kernel_path.stem}.html" in chapter.links
         for name in ALL_EXERCISES:
             if name[2:4] == path.name[:2]:

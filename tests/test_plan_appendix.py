@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hgemm_course.course import book, book_pages, book_results, plan_tables
+from hgemm_course.course import book_pages, book_results, book_site, plan_tables
 from hgemm_course.library.paths import REPO_ROOT
 from hgemm_course.library.plan import plan
 
@@ -34,8 +34,10 @@ def test_every_constant_shows_the_value_the_code_holds_and_names_runs_that_exist
 def test_the_runs_the_constants_cite_are_recorded():
     cited = re.findall(r"(?:results|research)/[\w./-]+\.(?:json|py)", plan_tables.format_constants())
     assert cited and all((REPO_ROOT / path).is_file() for path in cited), cited
-    for prefix, short in re.findall(r"results/(\w+_nvidia-h200_20261201)T\d+\w*\.json and (T\d+\w*\.json)",
-                                    plan_tables.format_constants()):
+    shorthands = re.findall(r"results/([\w/]+_nvidia-h200_20261201)T\d+\w*\.json and (T\d+\w*\.json)",
+                            plan_tables.format_constants())
+    assert shorthands
+    for prefix, short in shorthands:
         assert (REPO_ROOT / "results" / f"{prefix}{short}").is_file(), short
 
 
@@ -56,7 +58,7 @@ def test_the_probe_names_are_the_probes():
     """Every name probe_variant gives a launch the plan ran in a probe, past one wave, is a variant of
     research/tile_probe.py, so the plan's launch and the probe's variant of it are matched."""
     source = (REPO_ROOT / "research" / "tile_probe.py").read_text()
-    probes = sorted(p.name for p in (REPO_ROOT / "results").glob("tile_probe_*.json"))
+    probes = sorted(p.name for p in (REPO_ROOT / plan_tables.TILE_PROBE_DIR).glob("tile_probe_*.json"))
     names = {plan_tables.probe_variant(*plan_tables.parse_launch(launch))
              for entry in plan_tables.probe_timings(*probes).values() for launch in entry["plan"]}
     one_wave = {name for name in names if name.startswith("11 no cluster super")}   # no probe variant of its own
@@ -116,10 +118,10 @@ def test_the_alignment_charges_are_the_plans():
 
 @needs_checkout
 def test_the_appendix_is_found_after_the_chapters_and_on_the_site():
-    assert [p.name for p in book.appendices(REPO_ROOT)] == ["A1_plan.ipynb"]
-    pages = book.pages(REPO_ROOT)
-    assert pages.index("A1_plan") == pages.index(book.chapters(REPO_ROOT)[-1].stem) + 1
-    landing = book_pages.landing_page(REPO_ROOT, book.chapters(REPO_ROOT))
+    assert [p.name for p in book_site.appendices(REPO_ROOT)] == ["A1_plan.ipynb"]
+    pages = book_site.pages(REPO_ROOT)
+    assert pages.index("A1_plan") == pages.index(book_site.chapters(REPO_ROOT)[-1].stem) + 1
+    landing = book_pages.landing_page(REPO_ROOT, book_site.chapters(REPO_ROOT))
     assert ":caption: Appendices" in landing and "\nA1_plan\n" in landing
     assert "(A1_plan.ipynb)" in book_results.sweep_section()
 
@@ -128,8 +130,8 @@ def test_appendices_are_found_by_glob(tmp_path):
     (tmp_path / "chapters").mkdir()
     for name in ("A2_more.ipynb", "A1_plan.ipynb", "12_streamk.ipynb", "Appendix.ipynb"):
         (tmp_path / "chapters" / name).write_text("{}")
-    assert [p.name for p in book.appendices(tmp_path)] == ["A1_plan.ipynb", "A2_more.ipynb"]
-    assert [p.name for p in book.chapters(tmp_path)] == ["12_streamk.ipynb"]
+    assert [p.name for p in book_site.appendices(tmp_path)] == ["A1_plan.ipynb", "A2_more.ipynb"]
+    assert [p.name for p in book_site.chapters(tmp_path)] == ["12_streamk.ipynb"]
 
 
 @needs_checkout

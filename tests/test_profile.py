@@ -10,7 +10,7 @@ import tarfile
 import pytest
 
 from conftest import HAS_GPU
-from hgemm_course.measurement import ncu, profile
+from hgemm_course.measurement import ncu, profile, profile_target
 from hgemm_course.course.cli import main
 from hgemm_course.measurement.verification import VerificationError
 from hgemm_course.library.paths import results_dir
@@ -22,8 +22,8 @@ STALLS = {"long_scoreboard": 3.8, "barrier": 2.1, "mio_throttle": 1.2, "selected
           "math_pipe_throttle": 0.6, "wait": 0.4}
 # the value of each metric in the synthetic CSV, as ncu prints it (thousands separators), and its unit
 VALUES = {
-    profile.SM_CLOCK: ("1,590,000,000", "hz"),
-    profile.TENSOR_PIPE_ACTIVE: ("57.3", "%"),
+    ncu.SM_CLOCK: ("1,590,000,000", "hz"),
+    ncu.TENSOR_PIPE_ACTIVE: ("57.3", "%"),
     "sm__inst_executed_pipe_tensor_op_hmma.sum": ("33,554,432", "inst"),
     "smsp__issue_active.avg.pct_of_peak_sustained_active": ("41.2", "%"),
     "dram__bytes_read.sum": ("1,234.5", "Mbyte"),
@@ -34,16 +34,16 @@ VALUES = {
     "gpu__time_duration.sum": ("2,100,000", "ns"),
     "smsp__inst_executed_op_ldsm.sum": ("1,048,576", "inst"),
     "smsp__inst_executed_op_ldgsts.sum": ("393,216", "inst"),
-    profile.SMEM_METRICS["ldsm"]["wavefronts"]: ("4,194,304", ""),
-    profile.SMEM_METRICS["all"]["bank_conflicts"]: ("18,923", ""),
-    **{profile.STALL_METRIC.format(reason): (str(value), "") for reason, value in STALLS.items()},
+    ncu.SMEM_METRICS["ldsm"]["wavefronts"]: ("4,194,304", ""),
+    ncu.SMEM_METRICS["all"]["bank_conflicts"]: ("18,923", ""),
+    **{ncu.STALL_METRIC.format(reason): (str(value), "") for reason, value in STALLS.items()},
 }
 LAUNCH = {"launch__registers_per_thread": ("228", "register/thread"), "launch__grid_size": ("128", ""),
           "launch__block_size": ("256", ""), "launch__shared_mem_per_block_dynamic": ("196,608", "byte/block")}
 KERNEL = "void k05_swizzle<256, 128, 64, 64, 64, 4>(const __half *, const __half *, __half *, int, int, int)"
 
 
-def raw_csv(values=VALUES, metrics=profile.METRICS) -> str:
+def raw_csv(values=VALUES, metrics=ncu.METRICS) -> str:
     """ncu's --page raw layout: ncu's own lines, header, units, one kernel row; metrics not in ``values`` are 0."""
     columns = {**{m: values.get(m, ("0", "")) for m in metrics}, **LAUNCH}
     quote = lambda cells: ",".join(f'"{c}"' for c in cells)          # noqa: E731
@@ -75,17 +75,17 @@ def test_every_metric_asked_for_is_one_the_h200s_ncu_offers_with_a_suffix_of_its
     types = recorded_metric_types()
     suffixes = {"Counter": {"sum", "avg", "min", "max"}, "Ratio": {"ratio", "pct", "max_rate"},
                 "Throughput": {"avg", "min", "max", "sum"}}
-    for metric in profile.METRICS:
+    for metric in ncu.METRICS:
         base, first_suffix = metric.split(".")[:2]
         assert base in types, f"{metric}: the H200's ncu lists no {base} (see ncu/query_metrics.txt in {MODEL_CHECKS})"
         assert first_suffix in suffixes[types[base]], f"{metric}: a {types[base]} takes .{suffixes[types[base]]}"
-    assert len(set(profile.METRICS)) == len(profile.METRICS)
+    assert len(set(ncu.METRICS)) == len(ncu.METRICS)
 
 
 def test_launch_statistics_come_on_the_raw_page_unasked():
     """The H200 run of rung 04's linear variant asked for shared-memory counters only."""
     (row,) = ncu.read_raw(results_dir() / "ncu" / "linear_probe_h200_20261129T1822.csv")
-    assert set(profile.LAUNCH_METRICS.values()) <= set(row["metrics"])
+    assert set(ncu.LAUNCH_METRICS.values()) <= set(row["metrics"])
 
 
 # ----------------------------------------------------------------------------- the record
@@ -100,7 +100,7 @@ def test_record_holds_the_figures_in_base_units():
     assert (r["registers"], r["grid"], r["block"], r["smem_dynamic"]) == (228, 128, 256, 196608)
     assert r["sm_clock_mhz"] == 1590 and r["duration_ns"] == 2.1e6
     assert r["cycles"] == pytest.approx(2.1e6 * 1e-9 * 1.59e9)
-    assert r["stalls"]["long_scoreboard"] == 3.8 and set(r["stalls"]) == set(profile.STALL_REASONS)
+    assert r["stalls"]["long_scoreboard"] == 3.8 and set(r["stalls"]) == set(ncu.STALL_REASONS)
 
 
 def test_shared_memory_is_kept_for_the_instruction_kinds_the_kernel_runs():
@@ -122,20 +122,20 @@ def test_top_stalls_are_largest_first_as_shares_of_the_stalled_warps():
 
 def test_a_csv_missing_a_requested_metric_records_nothing():
     with pytest.raises(profile.NcuFailed, match="no column for .*gpu__time_duration.sum"):
-        record_from(raw_csv(metrics=[m for m in profile.METRICS if m != "gpu__time_duration.sum"]))
+        record_from(raw_csv(metrics=[m for m in ncu.METRICS if m != "gpu__time_duration.sum"]))
 
 
 # ----------------------------------------------------------------------------- the launch and the ncu command
 
 def test_ncu_profiles_the_second_launch_at_the_cards_own_clocks():
-    rung, overrides, kernel = profile.launch_config("11", 4096, 4096, 1024, super_mn=(16, 2), cluster_m=2)
+    rung, overrides, kernel = profile_target.launch_config("11", 4096, 4096, 1024, super_mn=(16, 2), cluster_m=2)
     command = profile.ncu_command("ncu", rung, 4096, 4096, 1024, overrides, kernel, "raw.csv")
     text = " ".join(command)
     assert "--clock-control none" in text and "--csv --page raw" in text
     assert "-k regex:^k11_persistent --launch-skip 1 --launch-count 1 --log-file raw.csv" in text
-    assert text.endswith("-m hgemm_course.measurement.profile --rung 11 --mnk 4096 4096 1024 --super 16 2 --cluster 2")
-    assert command[command.index("--metrics") + 1] == ",".join(profile.METRICS)
-    assert profile.variant_label(overrides) == "super 16x2, cluster 2" and profile.variant_label({}) == "default"
+    assert text.endswith("-m hgemm_course.measurement.profile_target --rung 11 --mnk 4096 4096 1024 --super 16 2 --cluster 2")
+    assert command[command.index("--metrics") + 1] == ",".join(ncu.METRICS)
+    assert profile_target.variant_label(overrides) == "super 16x2, cluster 2" and profile_target.variant_label({}) == "default"
 
 
 @pytest.mark.parametrize("rung, kwargs, message", [
@@ -146,11 +146,11 @@ def test_launch_config_refuses_with_the_fix(rung, kwargs, message):
     shape = {"M": 256, "N": 256, "K": 256}
     shape.update({k: kwargs.pop(k) for k in list(kwargs) if k in shape})
     with pytest.raises(ValueError, match=message):
-        profile.launch_config(rung, shape["M"], shape["N"], shape["K"], **kwargs)
+        profile_target.launch_config(rung, shape["M"], shape["N"], shape["K"], **kwargs)
 
 
 def test_the_launch_target_checks_its_arguments_without_a_gpu(capsys):
-    assert profile.target_main(["--rung", "06", "--mnk", "4096", "2048", "1024", "--super", "4", "8", "--dry-run"]) == 0
+    assert profile_target.target_main(["--rung", "06", "--mnk", "4096", "2048", "1024", "--super", "4", "8", "--dry-run"]) == 0
     assert "k06_supertile<256, 128, 64, 64, 64, 4, 4, 8, true> M=4096 N=2048 K=1024" in capsys.readouterr().out
 
 
@@ -170,9 +170,9 @@ if mode == "bad-metric":
     sys.exit(1)
 open(log, "w").write(open(os.environ["FAKE_NCU_CSV"]).read())
 if mode == "wrong":
-    print("rung 05 {profile.WRONG_C}: the profile of this launch is not worth reading", file=sys.stderr)
+    print("rung 05 {profile_target.WRONG_C}: the profile of this launch is not worth reading", file=sys.stderr)
     sys.exit(1)
-print("{profile.VERIFIED}")
+print("{profile_target.VERIFIED}")
 '''
 
 
@@ -186,12 +186,15 @@ def fake_ncu(tmp_path, monkeypatch):
     return str(path)
 
 
-def test_a_verified_profile_is_recorded_with_ncus_csv_beside_it(fake_ncu, tmp_path, monkeypatch):
+def test_a_verified_profile_is_recorded_with_ncus_csv_apart(fake_ncu, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     out = tmp_path / "profiles"
     path = profile.run_profile("05", 8192, 8192, 8192, folder=out, ncu_path=fake_ncu)
     assert path.parent == out and path.name.startswith("profile_")
-    assert path.with_suffix(".csv").read_text() == raw_csv()
+    assert profile.raw_csv(path) == out / "ncu" / path.with_suffix(".csv").name     # apart from the records
+    assert profile.raw_csv(path).read_text() == raw_csv()
+    assert profile.raw_csv(results_dir() / "profiles" / path.name) == results_dir() / "ncu" / "profiles" / \
+        path.with_suffix(".csv").name
     data = json.loads(path.read_text())
     assert data["provenance"]["ncu"].startswith("Version 2025.3.1") and "--clock-control none" in \
         data["provenance"]["ncu_command"]
@@ -272,7 +275,7 @@ def test_profile_dry_run_prints_the_ncu_command(capsys):
     assert main(["profile", "05", "--size", "4096", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "--clock-control none" in out and "'regex:^k05_swizzle'" in out
-    assert out.rstrip().endswith("-m hgemm_course.measurement.profile --rung 05 --mnk 4096 4096 4096")
+    assert out.rstrip().endswith("-m hgemm_course.measurement.profile_target --rung 05 --mnk 4096 4096 4096")
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answer")
@@ -287,28 +290,28 @@ def test_profile_without_a_gpu_refuses_in_one_line(capsys, tmp_path):
 # ----------------------------------------------------------------------------- cuBLAS, and cycles against it
 
 def test_cublas_is_profiled_like_a_rung_its_gemm_kernel_found_by_name(capsys):
-    target, overrides, kernel = profile.launch_config("cuBLAS", 4096, 4096, 4096)
+    target, overrides, kernel = profile_target.launch_config("cuBLAS", 4096, 4096, 4096)
     assert target.id == "cublas" and overrides == {} and kernel is None
     text = " ".join(profile.ncu_command("ncu", target, 4096, 4096, 4096, overrides, kernel, "raw.csv"))
     assert "--clock-control none" in text and "-k regex:nvjet|gemm|cutlass --launch-skip 1 --launch-count 1" in text
-    assert text.endswith("-m hgemm_course.measurement.profile --rung cublas --mnk 4096 4096 4096")
+    assert text.endswith("-m hgemm_course.measurement.profile_target --rung cublas --mnk 4096 4096 4096")
     with pytest.raises(ValueError, match="cuBLAS through cupy.matmul picks its own tiles"):
-        profile.launch_config("cublas", 4096, 4096, 4096, super_mn=(16, 2))
-    assert profile.target_main(["--rung", "cublas", "--size", "1000", "--dry-run"]) == 0
+        profile_target.launch_config("cublas", 4096, 4096, 4096, super_mn=(16, 2))
+    assert profile_target.target_main(["--rung", "cublas", "--size", "1000", "--dry-run"]) == 0
     assert "cuBLAS through cupy.matmul M=1000 N=1000 K=1000" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name, regex, slug", [("cublaslt", "nvjet|gemm|cutlass", "cuBLASLt through torch.matmul"),
                                                ("plan", "^k1[12]_(persistent|streamk)", "gemm()'s plan")])
 def test_cublaslt_and_the_plan_are_profiled_as_whole_launches_their_kernel_found_by_name(capsys, name, regex, slug):
-    target, overrides, kernel = profile.launch_config(name.upper(), 256, 256, 65536)
+    target, overrides, kernel = profile_target.launch_config(name.upper(), 256, 256, 65536)
     assert target.id == name and overrides == {} and kernel is None
-    assert profile.rung_id(name.upper()) == name
+    assert profile_target.rung_id(name.upper()) == name
     text = " ".join(profile.ncu_command("ncu", target, 256, 256, 65536, overrides, kernel, "raw.csv"))
     assert f"-k regex:{regex} --launch-skip 1" in text and text.endswith(f"--rung {name} --mnk 256 256 65536")
     with pytest.raises(ValueError, match="picks its own tiles"):
-        profile.launch_config(name, 256, 256, 65536, tiles=(64, 64))
-    assert profile.target_main(["--rung", name, "--mnk", "256", "256", "65536", "--dry-run"]) == 0
+        profile_target.launch_config(name, 256, 256, 65536, tiles=(64, 64))
+    assert profile_target.target_main(["--rung", name, "--mnk", "256", "256", "65536", "--dry-run"]) == 0
     assert f"{slug} M=256 N=256 K=65536" in capsys.readouterr().out
 
 
@@ -332,14 +335,14 @@ def test_cycle_ratios_set_each_rung_against_cublas_at_the_same_shape(tmp_path, c
 
 
 def test_a_profile_can_take_another_cta_tile():
-    rung, overrides, kernel = profile.launch_config("05", 8192, 8192, 8192, tiles=(128, 256))
+    rung, overrides, kernel = profile_target.launch_config("05", 8192, 8192, 8192, tiles=(128, 256))
     assert (overrides["tiles"].bm, overrides["tiles"].bn, overrides["tiles"].stages) == (128, 256, 4)
     assert "k05_swizzle<128, 256, 64, 64, 64, 4, true>" == kernel.name_expression
-    assert profile.variant_label(overrides) == "tiles 128x256"
+    assert profile_target.variant_label(overrides) == "tiles 128x256"
     command = profile.ncu_command("ncu", rung, 8192, 8192, 8192, overrides, kernel, "raw.csv")
     assert command[-3:] == ["--tiles", "128", "256"]
     with pytest.raises(ValueError, match="drop --tiles, --super and --cluster"):
-        profile.launch_config("cublas", 8192, 8192, 8192, tiles=(128, 256))
+        profile_target.launch_config("cublas", 8192, 8192, 8192, tiles=(128, 256))
 
 
 def test_before_and_after_pairs_the_same_launches_of_an_ablation(tmp_path):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import hgemm_course
-from hgemm_course.course import book, book_pages, book_results
+from hgemm_course.course import book, book_pages, book_results, book_site
 from hgemm_course.library import paths
 from hgemm_course.measurement import profile, records
 from hgemm_course.check.generate import render, sources
@@ -113,7 +113,7 @@ def test_malformed_records_are_named_and_skipped_by_results_readme_viz_and_book(
             _named_once_each(caught, bench_files)
         caught.clear()
         page = book_results.results_page()
-        book.draw_figure(book.LADDER, tmp_path / "ladder.png")
+        book.draw_figure(book_site.LADDER, tmp_path / "ladder.png")
         assert "_text00" not in page and "ceilings_nvidia-h200_" in page
         _named_once_each(caught, [*bench_files, planted[4]])
         caught.clear()
@@ -314,13 +314,13 @@ def test_the_book_publishes_the_exercises_as_generated_not_a_learners_solved_cop
     (root / "results").mkdir()
     shutil.copy(paths.REPO_ROOT / "README.md", root / "README.md")
     (root / "docs").mkdir()
-    shutil.copy(paths.REPO_ROOT / book.METHOD_PAGE, root / book.METHOD_PAGE)
+    shutil.copy(paths.REPO_ROOT / book_site.METHOD_PAGE, root / book_site.METHOD_PAGE)
     shutil.copytree(paths.REPO_ROOT / "solutions", root / "exercises")      # every exercise solved in place
     site = tmp_path / "source"
     book.write_sources(site, root)
     for name in sources():
         exercise = " ".join(render(name)[0].split())
-        stub = " ".join(book_pages.exercise_code(book.ExerciseFile(name, render(name)[0])).split())
+        stub = " ".join(book_pages.exercise_code(book_site.ExerciseFile(name, render(name)[0])).split())
         page = " ".join((site / "exercises" / f"{Path(name).stem}.md").read_text().split())
         assert stub in page
         answer = [" ".join(line.split()) for line in render(name)[1].splitlines()]

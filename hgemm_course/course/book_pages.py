@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..library.ladder import Rung
 from ..library.paths import PTX_SNIPPETS_DIR
-from .book import (LADDER, LANGUAGES, LEXERS, README_SECTION, TEMPLATES_DIR, ExerciseFile, KernelFile, SiteFigure,
+from .book_site import (LADDER, LANGUAGES, LEXERS, README_SECTION, TEMPLATES_DIR, ExerciseFile, KernelFile, SiteFigure,
                    appendices, chapter_number, diff_page, diffable, kernel_text, previous_rung, rung_diff,
                    rungs_of_chapter)
 

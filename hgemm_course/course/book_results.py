@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .book import CLOCKS, LADDER, ROOFLINE, SHAPE_SWEEP
+from .book_site import CLOCKS, LADDER, ROOFLINE, SHAPE_SWEEP
 from .book_pages import escaped, fenced, figure_block, render
 
 

@@ -145,7 +145,7 @@ def cmd_profiles(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .book import rung_diff
+    from .book_site import rung_diff
     from ..library.ladder import get
 
     sys.stdout.write(rung_diff(get(args.a), get(args.b), args.context))
