@@ -3,7 +3,7 @@
 # times, cycles and clock; the ncu CSVs the counters).
 """Rung 03 to rung 04 one change at a time, each variant verified, timed and clocked in one process.
 
-    python3 research/ablate_03_to_04.py --out DIR [--sizes 4096 8192] [--ncu-size 8192]
+    python3 research/ablate_03_to_04.py --record [--sizes 4096 8192] [--ncu-size 8192]   # or --out DIR
     python3 research/ablate_03_to_04.py --launch LABEL --size 8192      # two launches, for ncu
 
 The variants are rung 04's kernel as committed at each step of its history (``git show``), each with one
@@ -34,6 +34,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hgemm_course.library.paths import raw_dir
 from hgemm_course.measurement import profile, records, timing, vendors, verification
 from hgemm_course.library.ladder import r03_wmma, r04_mma_sync
 from hgemm_course.library.ladder.nvrtc_kernel import launched_kernel
@@ -151,7 +152,9 @@ def reread(out: Path) -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="folder for the report and ncu's CSVs")
+    p.add_argument("--record", action="store_true", help="write the report to the recorded "
+                   "results/probes/ablate_03_to_04/ and ncu's CSVs to results/ncu/ablate_03_to_04/")
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--ncu-size", type=int, default=0, help="profile each variant at this n^3 (0: no ncu)")
@@ -160,6 +163,7 @@ def main() -> int:
     p.add_argument("--reread", type=Path, metavar="DIR",
                    help="fill the ncu fields of DIR/ablate_03_to_04.json from the CSVs beside it, and exit")
     args = p.parse_args()
+    raw = args.out or (raw_dir("ablate_03_to_04") if args.record else None)     # ncu's CSVs
     if args.reread:
         return reread(args.reread)
     import cupy
@@ -193,19 +197,17 @@ def main() -> int:
                 "ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms, "tflops": timing.tflops(n, n, n, ms),
                 "pct_cublas_pairs": [100 * c / f for f, c in zip(vs_cublas.fn_ms, vs_cublas.reference_ms)],
                 **clocked.summary()}
-        if args.ncu_size and row["verified"] and args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            row["ncu"] = {args.ncu_size: counters(v["label"], args.ncu_size, args.out)}
+        if args.ncu_size and row["verified"] and raw:
+            raw.mkdir(parents=True, exist_ok=True)
+            row["ncu"] = {args.ncu_size: counters(v["label"], args.ncu_size, raw)}
         rows.append(row)
         print(f"{v['label']}: regs {res.registers}, spills {res.spills}, verified {row['verified']}, "
               + ", ".join(f"{n}: {t['pct_cublas']:.1f}% of cuBLAS, {t['cycles'] / 1e6:.3f} Mcycles at "
                           f"{t['clock_ghz']:.3f} GHz" for n, t in row["timing"].items()), flush=True)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        prov = records.provenance({"script": "research/ablate_03_to_04.py", "sizes": args.sizes,
-                                   "repeats": args.repeats, "ncu_size": args.ncu_size})
-        (args.out / "ablate_03_to_04.json").write_text(json.dumps({"provenance": prov, "variants": rows}, indent=1)
-                                                       + "\n")
+    if args.out or args.record:
+        print("written", records.write_probe({"variants": rows}, probe="ablate_03_to_04", folder=args.out,
+                                             extra={"sizes": args.sizes, "repeats": args.repeats,
+                                                    "ncu_size": args.ncu_size}))
     print(f"\n{'variant':<26}{'regs':>5}" + "".join(f"{f'{n}^3: % cuBLAS  Mcycles  GHz':>34}" for n in args.sizes))
     for row in rows:
         cells = "".join(f"{t['pct_cublas']:>17.1f}{t['cycles'] / 1e6:>9.3f}{t['clock_ghz']:>6.3f}"

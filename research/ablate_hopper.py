@@ -4,10 +4,11 @@
 # Results: results/tuning/2026-12-02/ablate_hopper/ (one JSON per group, with provenance; the ncu source page).
 """Rungs 07 -> 09 -> 10 -> 11 one change at a time, each variant verified, timed and clocked in one process.
 
-    python3 research/ablate_hopper.py --out DIR [--groups ...] [--sizes 4096 8192]
+    python3 research/ablate_hopper.py --record [--groups ...] [--sizes 4096 8192]     # or --out DIR
     python3 research/ablate_hopper.py --launch GROUP/LABEL --size 4096     # two launches, for ncu
 
-Groups (each a JSON file of the format chapter.show_ablation reads):
+Groups (each a report of the format hgemm_course.course.ablation.show reads, its group in its provenance; with
+--record in the recorded results/probes/ablate_hopper/):
     07_to_09     rung 07; rung 07 at rung 09's tile, stages and super tile; rung 09; rung 09 with each of its
                  other settings put back (4 stages, 8x4 super tile, one CTA per SM, prefetch STAGES - 1)
     07_settings  rung 07 moved to rung 09's settings one at a time: the 128x128 tile (and with it 4 warps), then
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -312,7 +312,8 @@ SIZES = {"tile_width": (8192,)}          # the other groups run at --sizes
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="folder for the reports")
+    p.add_argument("--record", action="store_true", help="write them to the recorded results/probes/ablate_hopper/")
     p.add_argument("--groups", nargs="+", default=None, help="groups to run (default: all)")
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     p.add_argument("--repeats", type=int, default=30)
@@ -336,12 +337,9 @@ def main() -> int:
         sizes = SIZES.get(name, tuple(args.sizes))
         rows = run_group(name, table[name], sizes, args.repeats)
         failed |= any(r.get("verified") is False for r in rows)
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            prov = records.provenance({"script": "research/ablate_hopper.py", "group": name, "sizes": list(sizes),
-                                       "repeats": args.repeats})
-            (args.out / f"ablate_{name}.json").write_text(json.dumps({"provenance": prov, "variants": rows},
-                                                                     indent=1) + "\n")
+        if args.out or args.record:
+            print("written", records.write_probe({"variants": rows}, probe="ablate_hopper", folder=args.out,
+                                                 extra={"group": name, "sizes": list(sizes), "repeats": args.repeats}))
         print(f"\n{name}: {'variant':<36}" + "".join(f"{f'{n}^3: %cuBLAS Mcycles  GHz':>30}" for n in sizes))
         for row in rows:
             cells = "".join(f"{t['pct_cublas']:>15.1f}{(t.get('cycles') or 0) / 1e6:>9.3f}{t.get('clock_ghz') or 0:>6.3f}"

@@ -2,7 +2,7 @@
 # Results: results/tuning/2026-12-02/ablate_l2_promotion* (JSON with provenance; ncu CSVs).
 """Rung 07 with its tensor maps encoded for L2 promotion of 256 bytes (the rung's), 128 bytes and none.
 
-    python3 research/ablate_l2_promotion.py --out DIR [--sizes 4096 8192] [--ncu-size 8192]
+    python3 research/ablate_l2_promotion.py --record [--sizes 4096 8192] [--ncu-size 8192]     # or --out DIR
     python3 research/ablate_l2_promotion.py --launch 128 --size 8192       # two launches, for ncu
 
 A promotion asks L2 to fetch from DRAM in pieces of that size around each miss, so that the neighbouring
@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from hgemm_course.library import tensormap
+from hgemm_course.library.paths import raw_dir
 from hgemm_course.measurement import ncu as ncu_csv, profile, records, timing, vendors, verification
 from hgemm_course.library.ladder import r07_tma
 
@@ -46,7 +47,9 @@ def launch_with(promotion: int):
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="folder for the report and ncu's CSVs")
+    p.add_argument("--record", action="store_true", help="write the report to the recorded "
+                   "results/probes/ablate_l2_promotion/ and ncu's CSVs to results/ncu/ablate_l2_promotion/")
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--ncu-size", type=int, default=0)
@@ -55,6 +58,7 @@ def main() -> int:
     p.add_argument("--reread", type=Path, metavar="DIR",
                    help="fill the ncu fields of DIR/ablate_l2_promotion.json from the CSVs beside it, and exit")
     args = p.parse_args()
+    raw = args.out or (raw_dir("ablate_l2_promotion") if args.record else None)     # ncu's CSVs
     if args.reread:
         path = args.reread / "ablate_l2_promotion.json"
         data = json.loads(path.read_text())
@@ -95,9 +99,9 @@ def main() -> int:
             row["timing"][n] = {"ms": ms, "cublas_ms": cms, "pct_cublas": 100 * cms / ms,
                                 "pct_cublas_pairs": [100 * c / f for f, c in zip(t.fn_ms, t.reference_ms)],
                                 **clocked.summary()}
-        if args.ncu_size and args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            log = args.out / f"ncu_l2_promotion_{promotion}_{args.ncu_size}.csv"
+        if args.ncu_size and raw:
+            raw.mkdir(parents=True, exist_ok=True)
+            log = raw / f"ncu_l2_promotion_{promotion}_{args.ncu_size}.csv"
             subprocess.run([profile.require_ncu(), "--clock-control", "none", "--cache-control", "all",
                             "--print-units", "base", "--csv", "--page", "raw", "--metrics", ",".join(NCU_METRICS),
                             "-k", "regex:^k07", "--launch-skip", "1", "--launch-count", "1", "--log-file", str(log),
@@ -109,12 +113,10 @@ def main() -> int:
         print(f"L2 promotion {promotion:>3} B: " + ", ".join(
             f"{n}: {t['pct_cublas']:.1f}% of cuBLAS, {t['cycles'] / 1e6:.3f} Mcycles at {t['clock_ghz']:.3f} GHz"
             for n, t in row["timing"].items()), flush=True)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        prov = records.provenance({"script": "research/ablate_l2_promotion.py", "sizes": args.sizes,
-                                   "repeats": args.repeats, "ncu_size": args.ncu_size})
-        (args.out / "ablate_l2_promotion.json").write_text(json.dumps({"provenance": prov, "variants": rows},
-                                                                      indent=1) + "\n")
+    if args.out or args.record:
+        print("written", records.write_probe({"variants": rows}, probe="ablate_l2_promotion", folder=args.out,
+                                             extra={"sizes": args.sizes, "repeats": args.repeats,
+                                                    "ncu_size": args.ncu_size}))
     return 0
 
 

@@ -3,7 +3,7 @@
 # Results: results/tuning/2026-12-01/ablate_mma_feeding_round{1..5}{.json,_table.txt} (see results/tuning/README.md).
 """How rungs 04-07 feed mma.sync: time kernel sources side by side on the GPU, each verified first.
 
-    python3 research/ablate_mma_feeding.py --out DIR [--sizes 4096 8192] [--only LABEL ...]
+    python3 research/ablate_mma_feeding.py --record [--sizes 4096 8192] [--only LABEL ...]     # or --out DIR
     python3 research/ablate_mma_feeding.py --launch LABEL --size 8192     # one warm-up + one launch, for ncu
 
 A variant is a rung's launcher (its tiles, super tile, tensor maps) with the kernel source swapped
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import sys
 from importlib import import_module
@@ -225,7 +224,8 @@ def verify(launch, M, N, K):
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="folder for the report")
+    p.add_argument("--record", action="store_true", help="write it to the recorded results/probes/ablate_mma_feeding/")
     p.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--only", nargs="+", help="labels to run (default: all)")
@@ -292,12 +292,9 @@ def main() -> int:
     for row in rows:
         for n, t in row["timing"].items():
             t["pct_cublas"] = 100.0 * cublas[n] / t["ms"]
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        prov = records.provenance({"script": "research/ablate_mma_feeding.py", "sizes": args.sizes,
-                                   "repeats": args.repeats})
-        (args.out / "ablate_mma_feeding.json").write_text(json.dumps(
-            {"provenance": prov, "cublas_ms": cublas, "variants": rows}, indent=1) + "\n")
+    if args.out or args.record:
+        print("written", records.write_probe({"cublas_ms": cublas, "variants": rows}, probe="ablate_mma_feeding",
+                                             folder=args.out, extra={"sizes": args.sizes, "repeats": args.repeats}))
     print(f"\n{'variant':<28}{'regs':>5}{'spill':>6}  " + "".join(f"{f'{n}^3 TF/s (% cuBLAS)':>24}" for n in args.sizes))
     print(f"{'cuBLAS':<41}" + "".join(f"{timing.tflops(n, n, n, cublas[n]):>24.1f}" for n in cublas))
     for row in rows:

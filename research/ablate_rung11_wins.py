@@ -3,7 +3,7 @@
 # Results: results/tuning/2026-12-01/rung11_wins/ (see its README).
 """Rung 11 variants timed in pairs with cuBLAS on the GPU, each verified first.
 
-    python3 research/ablate_rung11_wins.py --out DIR [--sizes 2048 4096 8192] [--rounds 2] [--only LABEL ...]
+    python3 research/ablate_rung11_wins.py --record [--sizes 2048 4096 8192] [--rounds 2] [--only LABEL ...]
     python3 research/ablate_rung11_wins.py --launch LABEL --size 8192      # one warm-up + one launch, for ncu
     python3 research/ablate_rung11_wins.py --verify-only                    # tails only (for compute-sanitizer)
 
@@ -160,7 +160,8 @@ def variants() -> list[Variant]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="folder for the report")
+    p.add_argument("--record", action="store_true", help="write it to the recorded results/probes/ablate_rung11_wins/")
     p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192])
     p.add_argument("--repeats", type=int, default=40)
     p.add_argument("--rounds", type=int, default=2, help="time every variant this many times in turn")
@@ -208,12 +209,11 @@ def main() -> int:
                                           clock=clock).summary()
                 rows[v.label]["timing"][n].append({"round": rnd, **pair})
                 print(f"{n}^3 round {rnd} {v.label}: {pair['pct_cublas']:.1f}% of cuBLAS", flush=True)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        prov = records.provenance({"script": "research/ablate_rung11_wins.py", "sizes": args.sizes,
-                                   "repeats": args.repeats, "rounds": args.rounds})
-        (args.out / "ablate_rung11_wins.json").write_text(json.dumps({"provenance": prov, "variants": list(rows.values())},
-                                                                     indent=1, default=str) + "\n")
+    if args.out or args.record:
+        built = json.loads(json.dumps(list(rows.values()), default=str))
+        print("written", records.write_probe({"variants": built}, probe="ablate_rung11_wins", folder=args.out,
+                                             extra={"sizes": args.sizes, "repeats": args.repeats,
+                                                    "rounds": args.rounds}))
     print(f"\n{'variant':<20}{'regs':>5}{'spill':>6}" + "".join(f"{f'{n}^3 % cuBLAS (rounds)':>30}" for n in args.sizes))
     for row in rows.values():
         cells = ""

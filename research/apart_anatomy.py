@@ -5,15 +5,14 @@ Nsight Compute. The record of 2026-12-03T151455 was taken when split apart was t
 times the first kernel and the adder after it apart too ("first_us", "adder_us"); the adding has since moved into
 the first kernel, so only "whole_us" remains.
 
-    python research/apart_anatomy.py --out results/tuning/2026-12-03/apart_anatomy
+    python research/apart_anatomy.py --record     # the report to the recorded results/probes/apart_anatomy/
+    python research/apart_anatomy.py --out DIR    # or to DIR
     python research/apart_anatomy.py --ncu 256x256x65536     # one launch of each, for ncu to profile
 """
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import time
 from pathlib import Path
 
 import cupy
@@ -56,7 +55,8 @@ def time_us(calls, rounds=7):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=Path, help="folder for the report")
+    ap.add_argument("--record", action="store_true", help="write it to the recorded results/probes/apart_anatomy/")
     ap.add_argument("--shapes", nargs="+", default=SHAPES)
     ap.add_argument("--ncu", default=None, help="MxNxK: launch each part twice, for ncu")
     args = ap.parse_args()
@@ -102,12 +102,8 @@ def main() -> int:
         w, t = row["whole_us"][0], row["torch_us"][0]
         print(f"{shape:>14} {row['tiles'][0]}x{row['tiles'][1]}: split apart {w:6.1f} us, torch {t:6.1f} us "
               f"({t / w:.0%})  {str(check)[:40]}")
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        path = args.out / f"apart_anatomy_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
-        path.write_text(json.dumps({"provenance": records.provenance({"probe": "research/apart_anatomy.py"}),
-                                    "rows": rows}, indent=1, default=str))
-        print("recorded", path)
+    if args.out or args.record:
+        print("recorded", records.write_probe({"rows": rows}, probe="apart_anatomy", folder=args.out))
     return 0
 
 

@@ -1,9 +1,9 @@
 # Question: does sim.occupancy's CTAs-per-SM agree with the driver's occupancy calculator on the H200?
-# Results: results/occupancy_check_nvidia-h200_*.json (every case and the device limits, with provenance). The run
+# Results: results/probes/check_occupancy_h200/*.json (every case and the device limits, with provenance). The run
 # of 2026-11-29 (270 cases, all agreeing) wrote no provenance and is no longer kept; run it again on the H200.
 """Check hgemm_course.sim.occupancy against the CUDA driver's occupancy calculator on the H200.
 
-    python3 research/check_occupancy_h200.py results
+    python3 research/check_occupancy_h200.py [--out DIR]
 
 Compiles one register-hungry dummy kernel per ``--maxrregcount`` cap (NVRTC, through
 hgemm_course.library.build), loads each cubin with the driver API, reads the registers the driver
@@ -11,7 +11,8 @@ sees (``CU_FUNC_ATTRIBUTE_NUM_REGS``), and for every (threads, dynamic shared me
 compares ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` (what
 ``cudaOccupancyMaxActiveBlocksPerMultiprocessor`` answers) with ``ctas_per_sm``. The device's
 own limits are compared with ``hgemm_course.sim.occupancy.H200`` too. Writes a JSON of every
-case with the run's provenance (hgemm_course.measurement.records.write_report) and exits 1 if any disagrees. Needs an sm_90 GPU.
+case with the run's provenance (hgemm_course.measurement.records.write_probe: by default to the recorded
+results/probes/check_occupancy_h200/) and exits 1 if any disagrees. Needs an sm_90 GPU.
 """
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def compare(function, registers, static_smem, threads, dynamic_smem):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, help="the folder to write the report of model vs hardware into")
+    parser.add_argument("--out", type=Path, help="the folder to write the report of model vs hardware into "
+                        "(default: the recorded results/probes/check_occupancy_h200/)")
     args = parser.parse_args(argv)
 
     device = open_device()
@@ -128,8 +130,8 @@ def main(argv=None):
                   for threads in THREADS for smem in SMEM_BYTES]
     limits_agree = all(v["device"] == v["model"] for v in limits.values())
     disagreements = [c for c in cases if not c["agree"]]
-    path = records.write_report({"device_limits": limits, "limits_agree": limits_agree, "cases": cases,
-                                  "disagreements": len(disagreements)}, kind="occupancy_check", folder=args.folder)
+    path = records.write_probe({"device_limits": limits, "limits_agree": limits_agree, "cases": cases,
+                                 "disagreements": len(disagreements)}, probe="check_occupancy_h200", folder=args.out)
     print(f"{len(cases) - len(disagreements)}/{len(cases)} cases agree; device limits "
           f"{'match' if limits_agree else 'DIFFER from'} the model; written to {path}")
     for case in disagreements:

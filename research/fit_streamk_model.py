@@ -1,7 +1,7 @@
 """Question: which fix-up cost and stream-K iteration cost make the waves model (hgemm_course.sim.waves) rank
 rung 11 and rung 12's sk_waves variants as the H200 timed them?
 Result: the two constants in hgemm_course/sim/waves.py (FITTED_FIXUP_ITERS, FITTED_SK_ITER_COST), fitted here to
-results/streamk_probe_nvidia-h200_20261201.json and checked against the recorded shape sweeps by tests/test_plan.py."""
+results/probes/streamk_probe/streamk_probe_nvidia-h200_20261201.json and checked against the recorded shape sweeps by tests/test_plan.py."""
 from __future__ import annotations
 
 import itertools
@@ -24,7 +24,7 @@ def predicted(shape, variant, fixup, sk_cost):
 
 
 def main() -> None:
-    probe = json.loads((REPO_ROOT / "results" / "streamk_probe_nvidia-h200_20261201.json").read_text())
+    probe = json.loads((REPO_ROOT / "results" / "probes" / "streamk_probe" / "streamk_probe_nvidia-h200_20261201.json").read_text())
     by_shape: dict[tuple, dict[str, float]] = {}
     for t in probe["timing"]:
         by_shape.setdefault(tuple(t["shape"]), {})[t["variant"].replace("12 ", "")] = t["pct_cublas"]

@@ -3,7 +3,8 @@ was the host preparing each launch? Each shape is timed, paired with cuBLAS, in 
 of queuing the launches: one by one as the host prepares them ("unheld"), and all of a batch behind a
 timing.StreamHold ("held"), so that they run back to back. Beside them, the host's own time per launch of
 gemm()'s plan and of cuBLAS (cupy.matmul), taken while a hold keeps the GPU from running anything.
-Result file: results/hold_probe_<gpu>_<date>.json (written with --out)."""
+Result file: results/probes/hold_probe/hold_probe_<gpu>_<date>.json (written with --record; --out DIR writes it
+there instead)."""
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,8 @@ def host_us_per_launch(fn, sets, launches: int = 20) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="write the report to this folder")
+    ap.add_argument("--record", action="store_true", help="write it to the recorded results/probes/hold_probe/")
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--shapes", nargs="+", default=None, help="MxNxK to time (default: SHAPES)")
@@ -72,8 +74,8 @@ def main() -> None:
             report["host_us"].append({"shape": [M, N, K], "launcher": name, "host_us": host_us_per_launch(fn, sets)})
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
-    if args.out:
-        print("written", records.write_report(report, kind="hold_probe", folder=args.out))
+    if args.out or args.record:
+        print("written", records.write_probe(report, probe="hold_probe", folder=args.out))
     print("\nsummary: medians in us, % of cuBLAS (last round), host us per launch")
     print(f"{'shape':>16} {'plan unheld':>11} {'cuBLAS':>8} {'%':>6} {'plan held':>10} {'cuBLAS':>8} {'%':>6}"
           f" {'host plan':>9} {'host cuBLAS':>11}")

@@ -3,10 +3,10 @@
 cuBLASLt's GEMM kernel (torch.matmul) per shape: every few cycles each SM sub-partition records the instruction
 each of its warps sits at, so the samples per SASS instruction say where the warps' time went. The samples are
 summed by what the instruction does (INSTRUCTION_KINDS: the tensor products, waits on the ring's mbarriers, the
-flags split-K apart waits on, global loads and stores, ...). Needs a GPU and ncu; the raw source-page CSVs are kept
-beside the report.
+flags split-K apart waits on, global loads and stores, ...). Needs a GPU and ncu. The report goes to the recorded
+results/probes/stall_sites/ and the raw source-page CSVs to results/ncu/stall_sites/ (--out DIR: both to DIR).
 
-    python research/stall_sites.py --shapes 256x256x65536 96x5000x3000 --out results/tuning/2026-12-03/stall_sites
+    python research/stall_sites.py --shapes 256x256x65536 96x5000x3000
     python research/stall_sites.py --table results/tuning/2026-12-03/stall_sites/stall_sites_*.json
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hgemm_course.library.paths import raw_dir  # noqa: E402
 from hgemm_course.measurement import profile, records  # noqa: E402
 
 # (kind, SASS opcode pattern), first match wins; the opcode is the instruction's first word with its modifiers
@@ -186,23 +187,25 @@ def table(report: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="+", default=[])
-    p.add_argument("--out", type=Path)
+    p.add_argument("--out", type=Path, help="folder for the report and the source pages (default: the recorded "
+                   "results/probes/stall_sites/ and results/ncu/stall_sites/)")
     p.add_argument("--table", type=Path, help="print the table of a recorded report and stop")
-    p.add_argument("--from-csv", action="store_true", help="summarize the source pages already in --out (one per "
+    p.add_argument("--from-csv", action="store_true", help="summarize the source pages already kept (one per "
                    "target and shape, as this probe wrote them) into a report, without a GPU")
     args = p.parse_args(argv)
     if args.table:
         print(table(json.loads(args.table.read_text())))
         return 0
     ncu = None if args.from_csv else profile.require_ncu()
-    args.out.mkdir(parents=True, exist_ok=True)
+    raw = args.out or raw_dir("stall_sites")
+    raw.mkdir(parents=True, exist_ok=True)
     rows, failed = [], []
     for text in args.shapes:
         M, N, K = parse_shape(text)
         for target in ("plan", "cublaslt"):
             try:
-                row = (summarize_csv(args.out / f"source_{target}_{M}x{N}x{K}.csv", target, M, N, K) if args.from_csv
-                       else profile_sites(target, M, N, K, ncu, args.out))
+                row = (summarize_csv(raw / f"source_{target}_{M}x{N}x{K}.csv", target, M, N, K) if args.from_csv
+                       else profile_sites(target, M, N, K, ncu, raw))
             except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
                 failed.append(f"{target} {text}: {e}")
                 print(failed[-1], flush=True)
@@ -211,7 +214,7 @@ def main(argv=None) -> int:
             top = ", ".join(f"{k} {v:.0f}%" for k, v in list(row["kinds_pct"].items())[:4])
             print(f"{target:8} {text:>16}: {row['samples']:.0f} samples; {top}", flush=True)
     report = {"probe": "research/stall_sites.py", "rows": rows, "failed": failed}
-    path = records.write_report(report, kind="stall_sites", folder=args.out)
+    path = records.write_probe(report, probe="stall_sites", folder=args.out)
     print(f"written to {path}")
     print(table(report))
     return 1 if failed else 0

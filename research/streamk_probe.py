@@ -1,6 +1,7 @@
 """Question: does rung 12 (stream-K) compute C right on every shape, bit-identically from launch to launch,
 and how does it time against rung 11 and cuBLAS, for each number of whole waves it divides by K?
-Result file: results/streamk_probe_<gpu>_<date>.json (written with --out)."""
+Result file: results/probes/streamk_probe/streamk_probe_<gpu>_<date>.json (written with --record; --out DIR writes it
+there instead)."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,8 @@ TIME_SHAPES = [(3072, 3072, 3072), (4096, 4096, 4096), (8192, 8192, 8192), (2048
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="write the report to this folder")
+    ap.add_argument("--record", action="store_true", help="write it to the recorded results/probes/streamk_probe/")
     ap.add_argument("--repeats", type=int, default=30)
     args = ap.parse_args()
     report = {"verify": [], "repeat": [], "timing": []}
@@ -59,8 +61,8 @@ def main() -> None:
                   f"(clock {got['sm_clock_mhz_median']} MHz)", flush=True)
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
-    if args.out:
-        print("written", records.write_report(report, kind="streamk_probe", folder=args.out))
+    if args.out or args.record:
+        print("written", records.write_probe(report, probe="streamk_probe", folder=args.out))
     print("\nsummary")
     for t in report["timing"]:
         print(f"{'x'.join(map(str, t['shape'])):>18} {t['variant']:>14} {t['pct_cublas']:6.1f}%")

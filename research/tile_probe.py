@@ -8,7 +8,8 @@ like tiles of other widths (256x128; 128x192, wgmma's n192; 128x64 for small sha
 waves poorly? Do the 128 x 128 tiles fill their waves better on shorter super tiles, as the 128 x 256 ones do
 ("... super MxN")?
 Every variant is verified first (random inputs, C poisoned with NaN, FP32 reference) on odd shapes.
-Result file: results/tile_probe_<gpu>_<date>.json (written with --out)."""
+Result file: results/probes/tile_probe/tile_probe_<gpu>_<date>.json (written with --record; --out DIR writes it
+there instead)."""
 from __future__ import annotations
 
 import argparse
@@ -68,7 +69,8 @@ TIME_SHAPES = [(4096, 4096, 4096), (2304, 2304, 2048), (2048, 2560, 1024), (3072
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=None, help="write the report to this folder")
+    ap.add_argument("--record", action="store_true", help="write it to the recorded results/probes/tile_probe/")
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--variants", nargs="+", default=FIRST_RUN, choices=list(VARIANTS))
     ap.add_argument("--shapes", nargs="+", default=None, help="MxNxK to time (default: TIME_SHAPES)")
@@ -104,8 +106,8 @@ def main() -> None:
                   f"(clock {got['sm_clock_mhz_median']} MHz)", flush=True)
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
-    if args.out:
-        print("written", records.write_report(report, kind="tile_probe", folder=args.out))
+    if args.out or args.record:
+        print("written", records.write_probe(report, probe="tile_probe", folder=args.out))
     print("\nsummary (% of cuBLAS, paired)")
     shapes = list(dict.fromkeys(tuple(t["shape"]) for t in report["timing"]))
     names = [n for n in variants if n not in failed]

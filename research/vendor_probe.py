@@ -7,18 +7,18 @@ Per shape: every variant is verified once (C poisoned with NaN, FP32 reference),
 variants in a fresh random order each round, 20 launches each queued behind a stream hold, inputs rotated past
 the L2. Per-call host time is timed apart, inside a hold, so the loop measures Python and the driver only.
 
-    python research/vendor_probe.py --out results/tuning/2026-12-02/vendor_probe
+    python research/vendor_probe.py [--out DIR]
+
+The report goes to the recorded results/probes/vendor_probe/ (records.write_probe), or to --out.
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
 import io
-import json
 import pstats
 import random
 import statistics
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,14 +104,13 @@ def verified(fn, a, b, reference, K):
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, help="folder for the report (default: the recorded results/probes/vendor_probe/)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", type=int, default=None, help="first N shapes")
     p.add_argument("--host-only", action="store_true", help="time the host's cost per call only, no shapes")
     p.add_argument("--shapes", nargs="+", default=None, help="MxNxK shapes instead of the list, candidates timed")
     p.add_argument("--skip-host", action="store_true", help="skip the host's cost per call")
     args = p.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
     gpu = hgemm_course.library.device.require_gpu("probe")
     torch_mm = torch_matmul()
     rng = random.Random(0)
@@ -147,8 +146,7 @@ def main() -> int:
             profile_text = buf.getvalue()
             print(profile_text[:6000], flush=True)
 
-    rows = []
-    path = args.out / f"vendor_probe_{time.strftime('%Y%m%dT%H%M%S')}.json"
+    rows, path = [], None
     shapes = [] if args.host_only else SHAPES[:args.only] if args.only else SHAPES
     if args.shapes:
         shapes = [tuple(int(x) for x in shape.lower().split("x")) for shape in args.shapes]
@@ -190,15 +188,16 @@ def main() -> int:
               + " ".join(f"{k}={v:.0f}" for k, v in best), flush=True)
         del sets
         cupy.get_default_memory_pool().free_all_blocks()
-        write(path, host, profile_text, rows)       # after every shape: a run cut short keeps what it timed
-    write(path, host, profile_text, rows)
+        path = write(args.out, path, host, profile_text, rows)     # after every shape: a run cut short keeps it
+    path = write(args.out, path, host, profile_text, rows)
     print("wrote", path)
     return 0
 
 
-def write(path: Path, host: dict, profile_text: str, rows: list) -> None:
-    path.write_text(json.dumps({"provenance": records.provenance({"probe": "research/vendor_probe.py", "torch": torch_version()}),
-                                "host_us": host, "profile": profile_text, "rows": rows}, indent=1))
+def write(folder: Path | None, path: Path | None, host: dict, profile_text: str, rows: list) -> Path:
+    """The report so far, written with provenance (again to ``path``, once a first call has made it)."""
+    return records.write_probe({"host_us": host, "profile": profile_text, "rows": rows}, probe="vendor_probe",
+                               folder=folder, extra={"torch": torch_version()}, replace=path)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 # Question: is rung 11 right on the H200 in every configuration (clusters, 1 consumer, few CTAs), and how fast against 10?
-# Results: results/tuning/2026-11-29_h200_hopper_r11_verify_rung11.json, results/tuning/2026-12-01/verify_rung11_round{3,4}.json.
+# Results: results/tuning/2026-11-29_h200_hopper_r11_verify_rung11.json, results/tuning/2026-12-01/verify_rung11_round{3,4}.json;
+# from now on results/probes/verify_rung11_h200/ (the report) and results/logs/verify_rung11_h200/ (its table).
 """Verify rung 11 (persistent grid, TMA-store epilogue) on the H200, then time rungs 10 and 11 against
 cuBLAS; print a short table last, write everything as JSON with provenance.
 
@@ -38,7 +39,8 @@ import time
 from pathlib import Path
 
 from hgemm_course.measurement import bench, verification
-from hgemm_course.measurement.records import provenance
+from hgemm_course.library.paths import results_dir
+from hgemm_course.measurement.records import write_probe
 from hgemm_course.library.ladder import get, r10_warp_specialized, r11_persistent
 from hgemm_course.library.ladder.r10_warp_specialized import WarpSpecializedTiles
 
@@ -138,7 +140,8 @@ def sass_counts() -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for verify_rung11.json and its table")
+    p.add_argument("--out", default=os.environ.get("OUT"), help="folder for the report and its table (default: the "
+                   "recorded results/probes/verify_rung11_h200/ and results/logs/verify_rung11_h200/)")
     p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192])
     p.add_argument("--rounds", type=int, default=3, help="timed launches per rung and size, in tens (3 -> median of 30)")
     p.add_argument("--budget", type=float, default=240.0, help="seconds for the whole run")
@@ -146,15 +149,17 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     faulthandler.dump_traceback_later(args.budget, exit=True)
     t0 = time.time()
-    folder = Path(args.out)
+    folder = Path(args.out) if args.out else results_dir() / "logs" / "verify_rung11_h200"     # the table
     folder.mkdir(parents=True, exist_ok=True)
+    written = []
     out = {"checks": [], "rung_11": {"tiles": r11_persistent.TILES.__dict__, "super_tile": r11_persistent.SUPER,
                                      "smem_bytes": r11_persistent.smem_bytes(r11_persistent.TILES)}}
 
     def write() -> None:
-        out["provenance"] = provenance({"script": "research/verify_rung11_h200.py", "argv": sys.argv[1:],
-                                                "wall_s": round(time.time() - t0, 1)})
-        (folder / "verify_rung11.json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+        report = json.loads(json.dumps({k: v for k, v in out.items() if k != "provenance"}, default=str))
+        written[:] = [write_probe(report, probe="verify_rung11_h200", folder=args.out, replace=written[0] if written
+                                  else None, extra={"argv": sys.argv[1:], "wall_s": round(time.time() - t0, 1)})]
+        out["provenance"] = json.loads(written[0].read_text())["provenance"]
 
     import cupy
 
@@ -211,7 +216,7 @@ def main(argv=None) -> int:
               f"{'' if status == 0 else ' -- WRONG RESULTS, nothing timed'}; SASS of rung 11: "
               f"{json.dumps(out['sass_rung_11'])}\n"
               f"# wall {prov['wall_s']} s\n")
-    (folder / "verify_rung11_table.txt").write_text(header + table + "\n")
+    (folder / f"{written[0].stem}_table.txt").write_text(header + table + "\n")
     print(header + table, flush=True)
     return status
 

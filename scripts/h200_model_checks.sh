@@ -136,7 +136,7 @@ log "plan: $(wc -l < "$D/plan.tsv") configurations (no linear-layout variant exi
 
 if step occupancy; then
   log "occupancy: sim.occupancy vs cuOccupancyMaxActiveBlocksPerMultiprocessor"
-  python3 research/check_occupancy_h200.py "$OUT/occupancy_check.json" || status=1
+  python3 research/check_occupancy_h200.py --out "$OUT" || status=1
 fi
 
 if step banks || step l2; then

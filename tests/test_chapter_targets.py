@@ -35,7 +35,7 @@ DATE = "2026-12-04T00:47:00+00:00"
 def _provenance(extra=None):
     gpu = device.probe_gpu()[0]
     return {"date": DATE, "gpu": gpu.name if gpu else None, "driver": "580.0", "cuda_runtime": "13.0",
-            "nvrtc": "13.0", "packages": {"cupy": "13.6"}, **(extra or {})}
+            "nvrtc": "13.0", "packages": {"cupy": "13.6"}, "python": "CPython 3.12.3", **(extra or {})}
 
 
 @pytest.fixture
@@ -61,7 +61,8 @@ def calls(monkeypatch, tmp_path):
 
     def run_all(*, folder, **_):
         asked.append(("limits",))
-        return records.write_run([{"fake": True}], kind="limits", folder=folder), {"fake": True}
+        fake = {"fake": True, "occupancy_cliff": {}, "carveout": {}, "bk32": {}, "variants": [], "size": 8192}
+        return records.write_run([fake], kind="limits", folder=folder), {"fake": True}
 
     monkeypatch.setattr(verification, "verify", verify)
     monkeypatch.setattr(bench, "bench", fake_bench)

@@ -18,8 +18,8 @@ def _record(rung, n, ms, cublas_ms):
 
 
 def test_a_probe_report_carries_provenance_and_is_not_read_as_a_run(tmp_path):
-    path = records.write_report({"timing": [{"variant": "11", "pct_cublas": 99.0}]}, kind="tile_probe",
-                                folder=tmp_path)
+    timing = [{"variant": "11", "shape": [256, 256, 256], "ms": 0.01, "pct_cublas": 99.0}]
+    path = records.write_report({"timing": timing, "verify": []}, kind="tile_probe", folder=tmp_path)
     data = json.loads(path.read_text())
     assert path.name.startswith("tile_probe_") and "date" in data["provenance"]
     assert data["timing"][0]["pct_cublas"] == 99.0
@@ -85,8 +85,9 @@ def test_readme_table_takes_only_recorded_h200_runs(tmp_path, monkeypatch):
     complete = {"driver": "13.0", "cuda_runtime": "13.3", "nvrtc": "13.0", "packages": {"numpy": "2.4.6"}}
     write_run([_record("01", 1024, 2.0, 0.5)], folder=recorded, extra={"gpu": "NVIDIA H200", **complete})
     time.sleep(1.1)
-    other = write_run([_record("01", 1024, 1.0, 0.5), _record("01", 2048, 1.0, 0.5)], folder=recorded,
+    other = write_run([_record("01", 1024, 1.0, 0.5), _record("01", 2048, 1.0, 0.5)], folder=tmp_path / "own",
                       extra={"gpu": "NVIDIA GeForce RTX 4090", **complete})
+    other = other.rename(recorded / other.name)         # copied in by hand: results/ refuses it when written
     with pytest.warns(UserWarning, match=f"skipped {other}: its provenance lacks an H200 as its GPU"):
         assert main(["results", "--readme"]) == 0
     readme = (tmp_path / "README.md").read_text()

@@ -17,7 +17,7 @@ from hgemm_course.sim import waves
 
 
 # The spread of one launch within one probe, in points of cuBLAS: the plan at 8676 x 11064 x 5256 read 97.1-100.6%
-# over four timings, its own and the 4x2 variant's (results/tile_probe_nvidia-h200_20261201T180337_cacadf.json).
+# over four timings, its own and the 4x2 variant's (results/probes/tile_probe/tile_probe_nvidia-h200_20261201T180337_cacadf.json).
 NOISE_POINTS = 3.5
 
 

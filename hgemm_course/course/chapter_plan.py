@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from . import plan_tables
 
-# The recorded tile probes of appendix A1, under results/: each timed the plan's launch beside its variants, every
-# launch in pairs with cuBLAS (cupy.matmul).
+# The recorded tile probes of appendix A1, under results/probes/tile_probe/ (plan_tables.TILE_PROBE_DIR): each timed the
+# plan's launch beside its variants, every launch in pairs with cuBLAS (cupy.matmul).
 TILE_PROBES = ("tile_probe_nvidia-h200_20261201T180119_e5c91a.json", "tile_probe_nvidia-h200_20261201T180337_cacadf.json",
                "tile_probe_nvidia-h200_20261201T182855_22b34d.json", "tile_probe_nvidia-h200_20261201T193704_26723e.json",
                "tile_probe_nvidia-h200_20261201T191132_499508.json", "tile_probe_nvidia-h200_20261201T191335_6e60e9.json",
@@ -41,7 +41,8 @@ def show_validation(probes=TILE_PROBES) -> list[dict]:
     gaps = sorted(r["gap"] for r in rows)
     near = sum(g <= NEAR_POINTS for g in gaps)
     worst = max(rows, key=lambda r: r["gap"])
-    print(f"RECORDED on the NVIDIA H200 ({len(probes)} tile probes, results/{probes[0]} to {probes[-1]}): "
+    print(f"RECORDED on the NVIDIA H200 ({len(probes)} tile probes, {plan_tables.TILE_PROBE_DIR.as_posix()}/{probes[0]} to "
+          f"{probes[-1]}): "
           f"medians of % of cuBLAS (cupy.matmul), each launch in pairs with it")
     print(f"{len(rows)} shapes where a probe timed the launch this code's plan picks; at {near} the plan is the fastest "
           f"launch timed or within {NEAR_POINTS:g} points of it; median gap {gaps[len(gaps) // 2]:.1f} points, "

@@ -15,7 +15,8 @@ from .chapter import HOLD_SINCE, with_samples
 from ..library.paths import results_dir
 from ..measurement.records import load_records
 
-STREAMK_PROBE = "streamk_probe_nvidia-h200_20261201.json"     # under results/: rung 11 and rung 12's sk_waves variants
+# under results/: rung 11 and rung 12's sk_waves variants, research/streamk_probe.py's report
+STREAMK_PROBE = "probes/streamk_probe/streamk_probe_nvidia-h200_20261201.json"
 FIT_GRID = (1, 2, 3, 4, 5, 6, 8, 10, 12)                       # the fix-up costs research/fit_streamk_model.py tried
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from importlib import import_module
 from statistics import median
 
 from ..library.paths import REPO_ROOT
 
 UNITS = 66        # the H200's clusters of two CTAs: every recorded run is the H200's
+TILE_PROBE_DIR = Path("results") / "probes" / "tile_probe"     # under the repository: research/tile_probe.py's reports
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ CONSTANTS = (
     Constant("sim.waves", "FITTED_SK_ITER_COST", "fit",
              "the time of a stream-K K-iteration, in data-parallel ones",
              "grid search (research/fit_streamk_model.py) over rung 11 and rung 12's sk_waves variants at six shapes, "
-             "results/streamk_probe_nvidia-h200_20261201.json"),
+             "results/probes/streamk_probe/streamk_probe_nvidia-h200_20261201.json"),
     Constant("sim.waves", "FITTED_FIXUP_ITERS", "fit",
              "the time of a fix-up, in K-iterations (the bytes of a partial tile give 2.7)",
              "the same grid search, the same six shapes"),
@@ -51,18 +53,18 @@ CONSTANTS = (
     Constant("library.plan", "SMALL_TILE_SPEED", "fit",
              "128x128 tiles' speed per FLOP against 128x256 tiles",
              "0.94-0.97 where both fill their waves from K = 4096 up, 0.88 at 16384x16384x1024, "
-             "results/tile_probe_nvidia-h200_20261201T165425.json"),
+             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T165425.json"),
     Constant("library.plan", "SMALL_TILE_MARGIN", "margin",
              "how much busier the 128x128 tiles must be than rung 11's 128x256 tiles",
              "twelve shapes where the waves count gave them 1.13-1.41x and the H200 1.03-1.30x, "
-             "results/tile_probe_nvidia-h200_20261201T165313.json and T165425.json"),
+             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T165313.json and T165425.json"),
     Constant("library.plan", "SMALL_TILE_UNALIGNED_SPEED", "fit",
              "the 128x128 tiles' charge per operand whose rows are off 128-byte boundaries",
              "four shapes against aligned neighbours: 0.77 with A's rows off, 0.51-0.64 with both, "
-             "results/tile_probe_nvidia-h200_20261201T191335_6e60e9.json"),
+             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T191335_6e60e9.json"),
     Constant("library.plan", "NARROW_TILE_SPEED", "fit",
              "128x64 tiles' speed per FLOP against 128x256 tiles (the median)",
-             "five shapes, 0.53-0.59, results/tile_probe_nvidia-h200_20261201T220632_2d96b7.json and "
+             "five shapes, 0.53-0.59, results/probes/tile_probe/tile_probe_nvidia-h200_20261201T220632_2d96b7.json and "
              "T221110_b57063.json"),
     Constant("library.plan", "NARROW_TILE_UNALIGNED_SPEED", "fit",
              "the 128x64 tiles' charge per operand whose rows are off 128-byte boundaries",
@@ -73,7 +75,7 @@ CONSTANTS = (
     Constant("library.plan", "NARROW_SUPER_L2_SHARE", "margin",
              "super tiles one cluster tile wide only where B takes at most this share of the L2",
              "six shapes: they led rung 12 by 6.6-7.3 points where B was 9-16 MB and by 0.4-1.6 where it was "
-             "83-108 MB, results/tile_probe_nvidia-h200_20261201T182855_22b34d.json"),
+             "83-108 MB, results/probes/tile_probe/tile_probe_nvidia-h200_20261201T182855_22b34d.json"),
     Constant("library.plan", "ROW64_ITER_NS", "fit",
              "one k-iteration of each smaller tile (and of 128x256 and 128x192), ns, with every CTA busy: the smaller "
              "tiles' time in the model",
@@ -114,7 +116,7 @@ CONSTANTS = (
     Constant("library.plan", "LARGE_B_SUPER_MARGIN", "margin",
              "where B outgrows the L2, how much busier another super tile must walk than 16x2",
              "a 4% gain that did not show (8676x11064x5256) and a 12% one that did (6997x10040x4112), then ten shapes, "
-             "results/tile_probe_nvidia-h200_20261201T180337_cacadf.json and T193704_26723e.json"),
+             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T180337_cacadf.json and T193704_26723e.json"),
 )
 
 
@@ -216,16 +218,16 @@ def parse_launch(text: str) -> tuple[str, dict]:
 
 
 def probe_records(*names: str) -> list[dict]:
-    """The timings of the named tile probes (files under results/), each with its shape as M, N, K and its variant
-    as its rung, as the records :func:`hgemm_course.measurement.vendors.baseline_label` reads."""
+    """The timings of the named tile probes (files under :data:`TILE_PROBE_DIR`), each with its shape as M, N, K and its
+    variant as its rung, as the records :func:`hgemm_course.measurement.vendors.baseline_label` reads."""
     if REPO_ROOT is None:
         raise ValueError("the tile probes are under results/ in a checkout of the repository; this install has none.")
     return [{**t, "M": t["shape"][0], "N": t["shape"][1], "K": t["shape"][2], "rung": t["variant"]}
-            for name in names for t in json.loads((REPO_ROOT / "results" / name).read_text())["timing"]]
+            for name in names for t in json.loads((REPO_ROOT / TILE_PROBE_DIR / name).read_text())["timing"]]
 
 
 def probe_timings(*names: str) -> dict[tuple, dict]:
-    """Per shape of the named tile probes (files under results/): % of the vendor baseline of each launch the probe
+    """Per shape of the named tile probes (files under :data:`TILE_PROBE_DIR`): % of the vendor baseline of each launch the probe
     timed, by the probe's name for it, and of the plan, by the launch it ran as recorded:
     ``{shape: {'variants': {variant: [%]}, 'plan': {launch text: [%]}}}``."""
     timed: dict[tuple, dict] = {}
@@ -291,10 +293,10 @@ def format_probe(*names: str, units: int = UNITS, elsewhere: tuple[str, ...] = (
 
 
 def recorded_plan_launches() -> dict[tuple, set[str]]:
-    """Per shape, the launches gemm()'s plan ran in the recorded tile probes (results/tile_probe_*.json)."""
+    """Per shape, the launches gemm()'s plan ran in the recorded tile probes (results/probes/tile_probe/*.json)."""
     if REPO_ROOT is None:
         return {}
-    probes = sorted(p.name for p in (REPO_ROOT / "results").glob("tile_probe_*.json"))
+    probes = sorted(p.name for p in (REPO_ROOT / TILE_PROBE_DIR).glob("tile_probe_*.json"))
     return {shape: set(entry["plan"]) for shape, entry in probe_timings(*probes).items() if entry["plan"]}
 
 

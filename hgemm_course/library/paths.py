@@ -36,6 +36,17 @@ def results_dir() -> Path:
     return PACKAGE_DIR / "results"
 
 
+def probe_dir(name: str) -> Path:
+    """Where research/<name>.py's reports are recorded: results/probes/<name>/, apart from the course's runs."""
+    return results_dir() / "probes" / name
+
+
+def raw_dir(name: str) -> Path:
+    """Where the raw profiler output behind records is kept (ncu's CSVs and source pages): results/ncu/<name>/,
+    apart from the records."""
+    return results_dir() / "ncu" / name
+
+
 def user_results_dir() -> Path:
     """Where runs are written unless recorded: ./hgemm-results/ under the current folder."""
     return Path.cwd() / "hgemm-results"

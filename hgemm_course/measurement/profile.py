@@ -143,11 +143,21 @@ def profiles_folder(folder: Path | None = None) -> Path:
     return Path(folder) if folder else results_dir() / "profiles"
 
 
+def raw_csv(path: Path) -> Path:
+    """Where ncu's raw CSV of the profile recorded at ``path`` is kept, apart from the records: under results/ncu/ as
+    the profile is under results/ (results/ncu/profiles/ for results/profiles/), else in an ncu/ folder beside it."""
+    recorded = results_dir().resolve()
+    folder = Path(path).parent.resolve()
+    if folder == recorded or recorded in folder.parents:
+        return recorded / "ncu" / folder.relative_to(recorded) / Path(path).with_suffix(".csv").name
+    return Path(path).parent / "ncu" / Path(path).with_suffix(".csv").name
+
+
 def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, int] | None = None,
                 cluster_m: int | None = None, tiles: tuple[int, int] | None = None, folder: Path | None = None,
                 ncu_path: str | None = None) -> Path:
     """Profile one launch under ncu and record it in ``folder`` (default ./hgemm-results/); returns the JSON's path
-    (ncu's CSV beside it, ``.csv``).
+    (ncu's CSV apart from it: :func:`raw_csv`).
     Raises VerificationError on a wrong C and NcuFailed when ncu gives no profile; records nothing then."""
     rung, overrides, kernel = launch_config(rung_id, M, N, K, super_mn=super_mn, cluster_m=cluster_m, tiles=tiles)
     ncu_path = ncu_path or require_ncu()
@@ -177,7 +187,9 @@ def run_profile(rung_id: str, M: int, N: int, K: int, *, super_mn: tuple[int, in
     version = subprocess.run([ncu_path, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     path = records.write_run([record], kind="profile", folder=folder,
                              extra={"ncu": version[-1] if version else None, "ncu_command": shlex.join(command)})
-    write_atomic(path.with_suffix(".csv"), log)
+    raw = raw_csv(path)
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(raw, log)
     return path
 
 
@@ -328,7 +340,7 @@ def profile_command(rung: str, shape: tuple[int, int, int], *, super_mn: tuple[i
         print(f"hgemm-course profile: {exc}", file=sys.stderr)
         return 1
     print(describe({**json.loads(path.read_text())["records"][0], "file": path.name}))
-    print(f"written to {path} (ncu's raw CSV: {path.with_suffix('.csv').name})")
+    print(f"written to {path} (ncu's raw CSV: {raw_csv(path)})")
     return 0
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import record_schema
 from ..library import device, target
-from ..library.paths import require_writable, results_dir, user_results_dir, write_atomic
+from ..library.paths import probe_dir, require_writable, results_dir, user_results_dir, write_atomic
 
 RECORD_KEYS = ("rung", "M", "N", "K", "tflops", "cublas_tflops", "pct_cublas", "gpu", "date")
 RECORDED_GPU = "H200"                 # the GPU whose runs results/ and README's table hold
@@ -97,20 +97,33 @@ def write_run(records, *, kind: str = "bench", folder: Path | None = None, extra
     return _write_with_provenance({"provenance": prov, "records": rows}, kind, folder)
 
 
-def write_report(report: dict, *, kind: str, folder: Path | None = None) -> Path:
-    """Write a research probe's report (any JSON-able dict, no run records) with provenance, named like a run."""
-    return _write_with_provenance({"provenance": provenance(), **report}, kind, folder)
+def write_report(report: dict, *, kind: str, folder: Path | None = None, extra: dict | None = None,
+                 replace: Path | None = None) -> Path:
+    """Write a report that holds no run records (its kind's schema gives its shape) with provenance, ``extra`` added
+    to it, named like a run (default folder ./hgemm-results/); returns the file's path. ``replace``: the path an
+    earlier call returned, written again (a run that writes what it has as it goes)."""
+    return _write_with_provenance({"provenance": provenance(extra), **report}, kind, folder, replace)
 
 
-def _write_with_provenance(data: dict, kind: str, folder: Path | None) -> Path:
+def write_probe(report: dict, *, probe: str, folder: Path | None = None, extra: dict | None = None,
+                replace: Path | None = None) -> Path:
+    """Write research/<probe>.py's report with provenance (``extra`` added to it), by default to the recorded
+    results/probes/<probe>/, apart from the course's runs; refused, like any file written to the recorded results/,
+    without complete provenance. Returns the file's path (``replace``: as :func:`write_report`)."""
+    return write_report(report, kind=probe, folder=Path(folder) if folder else probe_dir(probe),
+                        extra={"probe": f"research/{probe}.py", **(extra or {})}, replace=replace)
+
+
+def _write_with_provenance(data: dict, kind: str, folder: Path | None, replace: Path | None = None) -> Path:
     folder = Path(folder) if folder else user_results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     prov = data["provenance"]
     gpu_tag = re.sub(r"[^A-Za-z0-9]+", "-", prov["gpu"] or "nogpu").strip("-").lower()
     stamp = prov["date"].replace(":", "").replace("-", "")[:15]
     # a random suffix: runs written in the same second (several processes at once) get different names
-    path = folder / f"{kind}_{gpu_tag}_{stamp}_{secrets.token_hex(3)}.json"
-    if why := record_schema.file_problem(data, kind):     # --record's own rule: run_folder
+    path = folder / (replace.name if replace else f"{kind}_{gpu_tag}_{stamp}_{secrets.token_hex(3)}.json")
+    # what the recorded results/ holds carries complete provenance: --record's own rule (run_folder), for every file
+    if why := record_schema.file_problem(data, kind, recorded=_in_recorded_folder(folder)):
         raise ValueError(f"{path.name} is not written: {why} ({record_schema.SCHEMA_PATH.name} says what a "
                          f"{kind} file holds)")
     return write_atomic(path, json.dumps(data, indent=1, default=float) + "\n")

@@ -41,7 +41,7 @@ def warmup_launches(warmup: int, inputs) -> int:
     buffers new would wait for that host work inside its CUDA events, which for a kernel of tens of
     microseconds is most of what they measure (on the H200, rung 12 at 2048 x 2560 x 1024 timed 80 us a
     launch while most of its input sets were new to it, 29 us once it had seen them all:
-    results/tile_probe_nvidia-h200_20261201T165037.json, "plan" and "12 sk1")."""
+    results/probes/tile_probe/tile_probe_nvidia-h200_20261201T165037.json, "plan" and "12 sk1")."""
     return max(warmup, len(inputs))
 
 

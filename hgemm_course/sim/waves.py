@@ -56,9 +56,9 @@ DP_MARGIN = 0.02
 # Rung 12's split, chosen here so that its launcher and gemm()'s plan (hgemm_course.library.plan) ask one model: the whole
 # waves it may divide besides the last, part-empty one, and the model's two costs, fitted to rung 11 and rung 12's
 # sk_waves variants timed on the H200 at six shapes (research/fit_streamk_model.py on
-# results/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3 K-iterations, and a stream-K iteration 1.2
-# data-parallel ones (its clusters sit at scattered K offsets, so they share less of what they load in L2 than
-# clusters walking neighbouring tiles in step).
+# results/probes/streamk_probe/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3 K-iterations, and a stream-K
+# iteration 1.2 data-parallel ones (its clusters sit at scattered K offsets, so they share less of what they load in L2
+# than clusters walking neighbouring tiles in step).
 SK_WAVES_TRIED = (0, 1, 2)
 FITTED_FIXUP_ITERS = 3.0
 FITTED_SK_ITER_COST = 1.2
