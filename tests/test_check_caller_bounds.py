@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from hgemm_course.check import sandbox
-from hgemm_course.check.child import caller_time_limit, run_in_child
+from hgemm_course.check.caller import caller_time_limit
 from hgemm_course.check.feedback import CALLER_MEMORY_GIB, Exercise, explained
+from hgemm_course.check.python_exercise import run_in_child
 
 ROOT = Path(__file__).resolve().parent.parent
 EX12 = (ROOT / "solutions" / "ex12_streamk.py").read_text()

@@ -1,17 +1,14 @@
-"""ex07_mbarrier: the ring's waits, checked by compiling and by a model of the full/empty ring."""
+"""ex07_mbarrier: the ring's waits, checked by compiling, by the host model of the regions and by a model of the
+full/empty ring."""
+import shutil
 from pathlib import Path
 
 import pytest
 
 from hgemm_course.check import check
-from hgemm_course.check.ex07_mbarrier import (
-    REFERENCE_REGION,
-    RingError,
-    format_events,
-    parse_region,
-    play_all,
-    simulate_ring,
-)
+from hgemm_course.check.ex07_mbarrier import MAX_CALLS, read_trace
+from hgemm_course.check.feedback import Failure
+from hgemm_course.check.tma_ring import RingError, format_events, play_all, reference_actions, simulate_ring
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "solutions" / "ex07_mbarrier.cu").read_text()
@@ -19,6 +16,8 @@ FULL_WAIT = "mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) %
 EMPTY_WAIT = "if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);"
 EMPTY_PARITY = "(next / STAGES - 1) % 2"
 REFILL = "load_tile(next % STAGES, next);"
+GUARD = "if (tid == 0 && next < k_tiles) {"
+needs_gpp = pytest.mark.skipif(shutil.which("g++") is None, reason="the host model of the regions needs g++")
 
 
 def _mine(tmp_path: Path, text: str) -> Path:
@@ -27,10 +26,11 @@ def _mine(tmp_path: Path, text: str) -> Path:
     return path
 
 
+@needs_gpp
 def test_solution_passes_the_cpu_part():
     result = check("ex07", ROOT / "solutions" / "ex07_mbarrier.cu", gpu=False)
     assert result.verdict == "could not check", str(result)
-    assert "no stale read, overwrite or hang" in result.message
+    assert "one loading thread, every thread waiting for its slice, no stale read, overwrite or hang" in result.message
     assert "the CPU part passed" in result.unchecked
 
 
@@ -83,6 +83,7 @@ def test_syntax_error_is_reported_at_the_learners_line(tmp_path):
     assert "(kt / STAGES % 2);" in result.message
 
 
+@needs_gpp
 def test_parity_never_flipped_is_a_stale_read(tmp_path):
     text = SOLUTION.replace(FULL_WAIT, "mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), 0);")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
@@ -91,6 +92,7 @@ def test_parity_never_flipped_is_a_stale_read(tmp_path):
     assert "computes slice 4 from stage 0" in result.message
 
 
+@needs_gpp
 def test_missing_empty_wait_is_an_overwrite(tmp_path):
     text = SOLUTION.replace(EMPTY_WAIT, "")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
@@ -98,6 +100,7 @@ def test_missing_empty_wait_is_an_overwrite(tmp_path):
     assert "the ring model finds an overwrite" in result.message and "while warp" in result.message
 
 
+@needs_gpp
 def test_wrong_empty_parity_hangs(tmp_path):
     text = SOLUTION.replace(EMPTY_PARITY, "(next / STAGES) % 2")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
@@ -105,18 +108,56 @@ def test_wrong_empty_parity_hangs(tmp_path):
     assert "The kernel hangs" in result.message and "waits on empty[0] for parity 1" in result.message
 
 
-def test_dropped_refill_hangs():
-    with pytest.raises(RingError) as info:
-        play_all(parse_region(REFERENCE_REGION.replace(REFILL, "")), stages=4, warps=8)
-    assert info.value.kind == "hang" and "waits on full[3] for parity 0" in info.value.message
+@needs_gpp
+def test_dropped_refill_hangs(tmp_path):
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(REFILL, "")), gpu=False)
+    assert result.verdict == "FAIL"
+    assert "The kernel hangs" in result.message and "waits on full[3] for parity 0" in result.message
 
 
-def test_waiting_on_parity_1_before_the_first_round_is_also_right():
+@needs_gpp
+def test_waiting_on_parity_1_before_the_first_round_is_also_right(tmp_path):
     """The common idiom: no guard, the first empty wait asks for parity 1 and returns at once."""
-    region = REFERENCE_REGION.replace("if (next >= STAGES) mbar_wait_parity", "mbar_wait_parity")
-    assert play_all(parse_region(region), stages=4, warps=8) > 0
+    text = SOLUTION.replace("if (next >= STAGES) mbar_wait_parity", "mbar_wait_parity")
+    result = check("ex07", _mine(tmp_path, text), gpu=False)
+    assert result.verdict == "could not check", str(result)
+    assert "no stale read, overwrite or hang" in result.message
 
 
+@needs_gpp
+def test_a_refill_past_the_last_slice_is_a_bad_load(tmp_path):
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(GUARD, "if (tid == 0) {")), gpu=False)
+    assert result.verdict == "FAIL"
+    assert "the ring model finds a bad load" in result.message
+    assert "loads slice 14, but K has 14 slices" in result.message
+
+
+@needs_gpp
+def test_two_loading_threads_fail(tmp_path):
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(GUARD, "if (lane == 0 && next < k_tiles) {")), gpu=False)
+    assert result.verdict == "FAIL"
+    assert "threads 0 and 32 both call load_tile" in result.message
+
+
+@needs_gpp
+def test_a_full_wait_in_one_lane_only_fails(tmp_path):
+    """Every thread of a warp reads the stage: the host model runs every thread, not one a warp."""
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(FULL_WAIT, "if (lane == 0) " + FULL_WAIT)), gpu=False)
+    assert result.verdict == "FAIL"
+    assert "thread 1 (lane 1 of warp 0) makes no wait, where thread 0 of the same warp waits on full[0] for " \
+           "parity 0" in result.message
+
+
+@needs_gpp
+def test_a_stage_count_written_as_a_number_fails_with_another(tmp_path):
+    """The regions are played with rung 07's stage count and the others its tuning may choose."""
+    wait = "mbar_wait_parity(smem_u32(&ring.full[kt % 4]), (kt / 4) % 2);"
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(FULL_WAIT, wait)), gpu=False)
+    assert result.verdict == "FAIL"
+    assert "(2 stages, 8 warps)" in result.message and "past the 2 barriers of ring.full" in result.message
+
+
+@needs_gpp
 def test_full_wait_on_the_empty_barrier_hangs(tmp_path):
     text = SOLUTION.replace(FULL_WAIT, "mbar_wait_parity(smem_u32(&ring.empty[kt % STAGES]), (kt / STAGES) % 2);")
     result = check("ex07", _mine(tmp_path, text), gpu=False)
@@ -124,6 +165,7 @@ def test_full_wait_on_the_empty_barrier_hangs(tmp_path):
     assert "The kernel hangs" in result.message and "waits on empty[0] for parity 0" in result.message
 
 
+@needs_gpp
 @pytest.mark.parametrize("wait, named", [
     ("mbar_wait_parity(ring.full[kt % STAGES], (kt / STAGES) % 2);",
      "ring.full[0], the barrier's 64-bit state and not its address"),
@@ -137,17 +179,20 @@ def test_a_wait_on_no_barrier_is_named_in_the_kernels_terms(tmp_path, wait, name
     assert "the ring model finds a bad barrier" in result.message and named in result.message
 
 
+@needs_gpp
 @pytest.mark.parametrize("wait", [
     "mbar_wait_parity(smem_u32(ring.full + kt % STAGES), (kt / STAGES) % 2);",
     "mbar_wait_parity(smem_u32(&ring.full[0]) + 8 * (kt % STAGES), (kt / STAGES) % 2);",
     "{ const unsigned bar = smem_u32(&ring.full[kt % STAGES]); const unsigned p = kt / STAGES & 1u; "
     "mbar_wait_parity(bar, p); }",
+    "auto& bar = ring.full[kt % STAGES]; mbar_wait_parity(smem_u32(&bar), (threadIdx.x * 0 + kt / STAGES) % 2);",
 ])
-def test_other_spellings_of_the_full_barrier_are_read(wait):
-    """The model reads the address however it is spelled: pointer arithmetic on ring.full, an
-    offset of 8 bytes a barrier, a declaration in a block."""
-    assert FULL_WAIT in REFERENCE_REGION
-    assert play_all(parse_region(REFERENCE_REGION.replace(FULL_WAIT, wait)), stages=4, warps=8) > 0
+def test_other_spellings_of_the_full_barrier_are_read(tmp_path, wait):
+    """The host model runs the region as written: pointer arithmetic on ring.full, an offset of 8 bytes a
+    barrier, a declaration in a block, a reference to the barrier, threadIdx."""
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(FULL_WAIT, wait)), gpu=False)
+    assert result.verdict == "could not check", str(result)
+    assert "no stale read, overwrite or hang" in result.message
 
 
 @pytest.mark.parametrize("line, instruction", [
@@ -162,11 +207,32 @@ def test_a_release_without_its_arrive_or_fence_fails(tmp_path, line, instruction
     assert f"the kernel's PTX has no {instruction}" in result.message
 
 
-def test_unreadable_region_leaves_it_to_the_gpu(tmp_path):
-    text = SOLUTION.replace(FULL_WAIT, "auto& bar = ring.full[kt % STAGES]; mbar_wait_parity(smem_u32(&bar), (kt / STAGES) % 2);")
-    result = check("ex07", _mine(tmp_path, text), gpu=False)
+@needs_gpp
+def test_a_region_the_host_model_cannot_build_leaves_it_to_the_gpu(tmp_path):
+    result = check("ex07", _mine(tmp_path, SOLUTION.replace(FULL_WAIT, "__nanosleep(32); " + FULL_WAIT)), gpu=False)
     assert result.verdict == "could not check", str(result)
-    assert "the ring model could not read your region" in result.message
+    assert "the host model could not build your region" in result.message and "__nanosleep" in result.message
+    assert "the GPU run decides whether the waits are right" in result.message
+
+
+def test_the_record_is_read_within_its_bounds():
+    """The caller reads what the host program recorded, no more than MAX_CALLS calls a thread and iteration, and
+    an iteration run twice (a region that assigns kt) is a FAIL."""
+    head = [["run", "4", "8", "14"], ["at", "0", "0", "0"]]
+    runs = read_trace(head + [["wait", str(2 << 20), "3", "122"], ["load", "3", "3", "123"]], "mine.cu")
+    assert runs[4]["calls"][(0, 0, 0)] == [("wait", 2 << 20, 1, 122), ("load", 3, 3, 123, 0)]
+    with pytest.raises(Failure, match=f"more than {MAX_CALLS} calls"):
+        read_trace(head + [["wait", "0", "0", "1"]] * (MAX_CALLS + 1), "mine.cu")
+    with pytest.raises(Failure, match="runs iteration kt=0 of the main loop twice"):
+        read_trace(head + [["at", "0", "0", "0"]], "mine.cu")
+
+
+def test_the_reference_plays_through_and_a_dropped_refill_hangs():
+    reference = reference_actions(4, 14)
+    assert play_all(reference, stages=4, warps=8) == 48
+    with pytest.raises(RingError) as info:
+        play_all(lambda warp, kt: [a for a in reference(warp, kt) if a[0] != "load"], stages=4, warps=8)
+    assert info.value.kind == "hang" and "waits on full[3] for parity 0" in info.value.message
 
 
 def test_ring_trace_is_a_table_of_phases():
@@ -186,7 +252,7 @@ def test_solution_runs_right_on_the_gpu():
 def test_dropped_refill_is_a_hang_on_the_gpu(tmp_path):
     from hgemm_course.check.ex07_mbarrier import EXERCISE
     from hgemm_course.check.feedback import Failure
-    from hgemm_course.check.kernel_exercise import run_on_gpu
+    from hgemm_course.check.gpu_verdict import run_on_gpu
 
     path = _mine(tmp_path, SOLUTION.replace(REFILL, ""))
     with pytest.raises(Failure, match="it hangs"):

@@ -1,4 +1,4 @@
-"""hgemm_course.check.child: a learner's code that exits, hangs, crashes or asks for too much
+"""hgemm_course.check.python_exercise: a learner's code that exits, hangs, crashes or asks for too much
 memory is a FAIL that says what happened and where, and the checker itself carries on.
 
 Each hostile file is the ex05 solution with one bad line put in at the top level (runs on

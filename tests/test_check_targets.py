@@ -11,7 +11,9 @@ import pytest
 
 from hgemm_course.library import device, target
 from hgemm_course.check import _KERNEL_REGISTRY, KERNEL_EXERCISES, check, run_check
+from hgemm_course.check import gpu_verdict, kernel_check
 from hgemm_course.check import kernel_exercise as ke
+from hgemm_course.check.kernel_compile import compile_learner
 from hgemm_course.check.feedback import CheckResult, Unchecked
 from hgemm_course.library.device import GpuInfo
 from hgemm_course.library.ladder import get
@@ -53,7 +55,7 @@ def no_launch(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the checker launched a kernel on a GPU that cannot run it")
 
-    monkeypatch.setattr(ke, "run_on_gpu", refuse)
+    monkeypatch.setattr(kernel_check, "run_on_gpu", refuse)
 
 
 @pytest.fixture
@@ -65,7 +67,7 @@ def launches(monkeypatch) -> list:
         seen.append(compiled)
         return "on this GPU: (a fake run)"
 
-    monkeypatch.setattr(ke, "run_on_gpu", fake_run)
+    monkeypatch.setattr(kernel_check, "run_on_gpu", fake_run)
     return seen
 
 
@@ -124,7 +126,7 @@ def test_the_launcher_launches_what_the_cpu_part_compiled(gpu, name, monkeypatch
 
     _fake(monkeypatch, gpu)
     exercise = _KERNEL_REGISTRY[name]
-    compiled = ke.compile_learner(exercise, _solution(name), ke.check_plan(exercise)[0])
+    compiled = compile_learner(exercise, _solution(name), ke.check_plan(exercise)[0])
     module = importlib.import_module(get(exercise.rung).launch.__module__)
     monkeypatch.setattr(module, "kernel", module.kernel)            # learner_launch replaces it; put it back after
     monkeypatch.setattr(TemplateKernel, "launch", lambda self, *args: None)
@@ -138,20 +140,20 @@ def test_the_launcher_launches_what_the_cpu_part_compiled(gpu, name, monkeypatch
         launch(np.empty((M, K), np.float16), np.empty((K, N), np.float16), np.empty((M, N), np.float16))
         assert launched and all(k.source == str(_solution(name)) for k in launched)
         results.append({"kernels": [{"name_expression": k.name_expression, "arch": k.arch} for k in launched]})
-    ke.same_kernels(compiled, results)                              # raises Unchecked on a mismatch
+    gpu_verdict.same_kernels(compiled, results)                              # raises Unchecked on a mismatch
     foreign = [{"kernels": [{"name_expression": get(exercise.rung).name_expressions[0], "arch": compiled.arch}]}]
     with pytest.raises(Unchecked, match="the two parts must check one kernel"):
-        ke.same_kernels(compiled, foreign)
+        gpu_verdict.same_kernels(compiled, foreign)
 
 
 def test_a_launch_of_another_instantiation_is_could_not_check(monkeypatch):
     _fake(monkeypatch, "RTX 4090")
 
     def other_kernel(exercise, path, *, timeout, compiled):
-        ke.same_kernels(compiled, [{"kernels": [{"name_expression": "k03_wmma<64, 64, 32, 32, 32, 2>",
+        gpu_verdict.same_kernels(compiled, [{"kernels": [{"name_expression": "k03_wmma<64, 64, 32, 32, 32, 2>",
                                                  "arch": compiled.arch}]}])
 
-    monkeypatch.setattr(ke, "run_on_gpu", other_kernel)
+    monkeypatch.setattr(kernel_check, "run_on_gpu", other_kernel)
     result = check("ex03", _solution("ex03_wmma"))
     assert result.verdict == "could not check" and result.exit_code == 2
     assert result.unchecked.startswith("the CPU part passed, but the GPU run launched k03_wmma<64, 64, 32, 32, 32, 2> "

@@ -2,8 +2,8 @@
 in a shell.
 
 Two kinds of exercise: a Python function (:data:`EXERCISES`, run in a child process with a time and
-a memory limit that only answers the checker's calls, :mod:`.child`) and a kernel fragment, a rung's
-whole ``.cu`` file with regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_exercise`:
+a memory limit that only answers the checker's calls, :mod:`.python_exercise`) and a kernel fragment, a rung's
+whole ``.cu`` file with regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_check`:
 compiled in a child process for the target it is checked on, the regions run on the CPU through
 :mod:`.host_model` where a model can stand in for the GPU, the kernel run on a GPU in a child process
 that only produces C; where no GPU here runs the rung, the verdict is "could not check").
@@ -35,10 +35,12 @@ from . import ex05_swizzle_kernel, ex06_supertile
 from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
 from . import ex11_persistent, ex11_tile_loop, ex12_streamk, ex13_small_skinny
 from . import confine
-from .child import TIMEOUT_S, checked_timeout, run_in_child
+from .caller import checked_timeout
 from .feedback import CheckResult, Exercise, Failure
-from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise, check_kernel
+from .kernel_check import check_kernel
+from .kernel_exercise import GPU_TIMEOUT_S, KernelExercise
 from .loader import learner_file
+from .python_exercise import TIMEOUT_S, run_in_child
 
 __all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "check", "resolve", "run_check"]
 

@@ -7,7 +7,7 @@ architecture); the child writes to the file ``OUT`` one JSON object: ``{"ptx", "
 (the PTX, each name expression's mangled name, ptxas's report per kernel) or ``{"compile_error": LOG}``
 or ``{"refused": TEXT}``. A learner's source can ask the compiler for anything (a macro that expands
 without end, an #include of a device file), so the compile runs here, under the check's time and memory
-limits (:mod:`.sandbox`), and never in the caller's process; :func:`.kernel_exercise.compile_learner`
+limits (:mod:`.sandbox`), and never in the caller's process; :func:`.kernel_compile.compile_learner`
 starts it and reads the answer. It runs as a script, so that starting it imports the compiler's
 modules and not the checkers'.
 """

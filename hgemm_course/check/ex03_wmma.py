@@ -23,7 +23,8 @@ from collections import Counter
 
 from . import host_model
 from .feedback import Failure
-from .kernel_exercise import Compiled, KernelExercise, PtxRule, count, display_path, entry_ptx, opcode_counts
+from .kernel_compile import count, entry_ptx, opcode_counts
+from .kernel_exercise import Compiled, KernelExercise, PtxRule, display_path
 
 _MOV_IMM = re.compile(r"mov\.[us]32\s+(%r\d+),\s*(\d+);")
 _LOAD = re.compile(r"(wmma\.load\.[ab])\.sync\S*\s+\{[^}]*\},\s*\[[^\]]*\],\s*(%r\d+|\d+);")

@@ -23,7 +23,8 @@ from collections import Counter
 
 from . import host_model, ptx_probe
 from .feedback import Failure
-from .kernel_exercise import Compiled, KernelExercise, PtxRule, count, display_path, entry_ptx, opcode_counts
+from .kernel_compile import count, entry_ptx, opcode_counts
+from .kernel_exercise import Compiled, KernelExercise, PtxRule, display_path
 
 LDMATRIX_QUALIFIERS = ("ldmatrix", "sync", "aligned", "m8n8", "x4", "shared", "b16")
 MMA_QUALIFIERS = ("mma", "sync", "aligned", "m16n8k16", "row", "col", "f32", "f16", "f16", "f32")

@@ -1,567 +1,226 @@
 """Checker for ex07_mbarrier: the full/empty mbarrier ring of rung 07.
 
-The CPU part reads the learner's region (the top of the main loop: thread 0's wait on the
-empty barrier and refill, every thread's wait on the full barrier). A barrier is named as the
-kernel names it, ``smem_u32(&ring.full[X])`` or ``smem_u32(&ring.empty[X])`` with ``X`` an
-integer expression such as ``kt % STAGES``; the reader also follows ``smem_u32(ring.full + X)``,
-``smem_u32(&ring.full[0]) + 8 * X`` and a declaration holding such an address, and names what a
-wait got instead when it is no barrier (a stage of ``ring.a``, the contents ``ring.full[X]``
-instead of its address, an index past the ring). It plays the region through a model of the
-ring, under many interleavings of the warps and of the copy engine:
+The CPU part, after the compile, runs the learner's two regions (the top of the main loop: thread 0's wait on
+the empty barrier and refill, every thread's wait on the full barrier) on the CPU (:mod:`.host_model`), for
+every thread of the CTA and every iteration kt, with rung 07's stage count and the others its tuning may choose.
+Stand-ins record each ``mbar_wait_parity(bar, parity)`` and ``load_tile(stage, slice)`` with the learner's line;
+``smem_u32`` gives the address of a stand-in ring (:class:`~.tma_ring.Layout`), so a barrier reads as the kernel
+names it however the region spells it (``&ring.full[X]``, ``ring.full + X``, an offset of 8 bytes a barrier, a
+reference or a declaration holding one), and what a wait got instead when it is no barrier is named too (a stage
+of ``ring.a``, the contents ``ring.full[X]`` instead of its address, an index past the ring).
 
-- an mbarrier counts completed phases; ``mbar_wait_parity(bar, p)`` returns once the
-  most recent phase with parity ``p`` has completed, i.e. when ``phases % 2 != p`` (so
-  right after init, waiting for parity 1 returns at once);
-- ``full[s]`` completes a phase when the bytes of the slice loaded into stage ``s`` land;
-  ``empty[s]`` when all warps have arrived after reading stage ``s``;
-- a warp that reads a stage before its slice has landed reads stale or half-written data;
-  a copy into a stage that a warp is still reading overwrites data under it; a wait that no
-  event will ever complete hangs the kernel.
+The program only produces that record; here, where no learner code runs, the checker reads it (at most
+:data:`MAX_CALLS` calls a thread and iteration, within the host model's bounds on events and output) and judges:
 
-The first of these the model meets is the verdict, with the interleaving that led to it. The
-model takes the rest of the loop to be rung 07's (each warp's fence.proxy.async and arrive on
-``ring.empty`` after its reads); the PTX rules check that those instructions are there. The GPU
-part runs the kernel for real in a child process (see :mod:`.kernel_exercise`).
+- one thread loads the slices, and every thread of a warp waits as the warp's others do before it reads;
+- the ring model (:mod:`.tma_ring`) plays the waits and loads through many interleavings of the warps and of the
+  copy engine; the first stale read, overwrite, hang, wait on no barrier or load out of the ring it meets is the
+  verdict, with the interleaving that led to it.
+
+The model takes the rest of the loop to be rung 07's (each warp's fence.proxy.async and arrive on ``ring.empty``
+after its reads); the PTX rules check that those instructions are there. The GPU part runs the kernel for real in
+a child process (:mod:`.gpu_verdict`).
 """
 from __future__ import annotations
 
-import random
-import re
-from dataclasses import dataclass, field
-from functools import lru_cache
+from collections import defaultdict
 
+from . import host_model
 from .feedback import Failure
-from .kernel_exercise import Compiled, KernelExercise, PtxRule, Unsupported, display_path, evaluate
+from .kernel_exercise import Compiled, KernelExercise, PtxRule, display_path
+from .tma_ring import (A_BASE, B_BASE, EMPTY_BASE, FULL_BASE, MEMBER_SPAN, VALUE_BASES, Layout, RingError,
+                       format_events, play_all)
 
-# Stand-in shared-memory addresses of the members of the kernel's TmaRing in the model, far enough
-# apart that an index past an array's end still reads as that array; mbarriers are 8 bytes each.
-FULL_BASE = 1 << 20     # smem_u32(&ring.full[0])
-EMPTY_BASE = 2 << 20    # smem_u32(&ring.empty[0])
-RING_MEMBERS = {"full": (FULL_BASE, 8), "empty": (EMPTY_BASE, 8),   # member: (stand-in address, bytes per index)
-                "a": (3 << 20, 1 << 15), "b": (4 << 20, 1 << 15)}   # a stage of A or B: a stand-in size
-VALUE_BASES = {"full": 8 << 20, "empty": 9 << 20}   # ring.full[X], ring.empty[X] read as integers, not addresses
-POLICIES = ("uniform", "slow copies", "producer ahead", "producer behind")
-SCHEDULES_PER_POLICY = 12
+MAX_CALLS = 8                  # waits and loads a thread makes in one iteration's regions: rung 07's make at most 3
+OTHER_STAGES = (2, 3, 4, 5)    # played after the rung's own stage count: what `hgemm-course tune 07` may choose
 
 
-# ---------------------------------------------------------------- the learner's region as a program
+def _rung_tiles(compiled: Compiled):
+    """Rung 07's tiles and super tile as sized for the target the kernel is checked on."""
+    from ..library.ladder.r07_tma import SUPER, tiles_for
 
-@dataclass
-class Call:
-    name: str                 # "mbar_wait_parity" or "load_tile"
-    args: list[str]
-    line: int
+    return tiles_for(compiled.target), SUPER
 
 
-@dataclass
-class If:
-    cond: str
-    then: list
-    orelse: list = field(default_factory=list)
+def stage_counts(own: int) -> tuple[int, ...]:
+    return (own, *(s for s in OTHER_STAGES if s != own))
 
 
-@dataclass
-class Decl:
-    name: str
-    expr: str
-
-
-_CALLS = ("mbar_wait_parity", "load_tile")
-
-
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
-
-
-class _Parser:
-    def __init__(self, text: str, first_line: int):
-        self.s = _strip_comments(text)
-        self.i = 0
-        self.first_line = first_line
-
-    def line(self) -> int:
-        return self.first_line + self.s.count("\n", 0, self.i)
-
-    def ws(self):
-        while self.i < len(self.s) and self.s[self.i].isspace():
-            self.i += 1
-
-    def peek(self, word: str) -> bool:
-        self.ws()
-        if not self.s.startswith(word, self.i):
-            return False
-        end = self.i + len(word)
-        return not (word[-1].isalnum() and end < len(self.s) and (self.s[end].isalnum() or self.s[end] == "_"))
-
-    def take(self, word: str):
-        if not self.peek(word):
-            raise Unsupported(f"expected {word!r} at line {self.line()}")
-        self.i += len(word)
-
-    def balanced(self, open_: str, close: str) -> str:
-        self.take(open_)
-        depth, start = 1, self.i
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            depth += (c == open_) - (c == close)
-            self.i += 1
-            if depth == 0:
-                return self.s[start:self.i - 1]
-        raise Unsupported(f"unbalanced {open_}{close}")
-
-    def block(self) -> list:
-        out = []
-        while True:
-            self.ws()
-            if self.i >= len(self.s) or self.s[self.i] == "}":
-                return out
-            out.append(self.statement())
-
-    def statement(self):
-        self.ws()
-        if self.peek("{"):
-            self.i += 1
-            body = self.block()
-            self.take("}")
-            return If("1", body)
-        if self.peek("if"):
-            self.take("if")
-            cond = self.balanced("(", ")")
-            then = [self.statement()]
-            orelse = []
-            if self.peek("else"):
-                self.take("else")
-                orelse = [self.statement()]
-            return If(cond, then, orelse)
-        m = re.compile(r"(?:const\s+)?(?:int|unsigned|bool|uint32_t)\s+([A-Za-z_]\w*)\s*=\s*([^;]*);").match(self.s, self.i)
-        if m:
-            self.i = m.end()
-            return Decl(m.group(1), m.group(2))
-        m = re.compile(r"__syncwarp\s*\(\s*\)\s*;").match(self.s, self.i)
-        if m:                                 # orders the lanes of a warp; nothing in the ring model
-            self.i = m.end()
-            return If("1", [])
-        m = re.compile(r"([A-Za-z_]\w*)\s*\(").match(self.s, self.i)
-        if m and m.group(1) in _CALLS:
-            line = self.line()
-            self.i = m.end() - 1
-            inner = self.balanced("(", ")")
-            self.take(";")
-            return Call(m.group(1), _split_args(inner), line)
-        snippet = self.s[self.i:self.i + 60].split("\n")[0]
-        raise Unsupported(f"the model reads only if, declarations, mbar_wait_parity and load_tile; "
-                          f"line {self.line()} has {snippet!r}")
-
-
-def _split_args(text: str) -> list[str]:
-    args, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += (c == "(") - (c == ")")
-        if c == "," and depth == 0:
-            args.append(text[start:i])
-            start = i + 1
-    args.append(text[start:])
-    return [a.strip() for a in args]
-
-
-def parse_region(text: str, first_line: int = 1) -> list:
-    parser = _Parser(text, first_line)
-    program = parser.block()
-    parser.ws()
-    if parser.i < len(parser.s):
-        raise Unsupported(f"unexpected '}}' at line {parser.line()}")
-    return program
-
-
-@dataclass(frozen=True)
-class _Pointer:
-    """A pointer into the ring: a stand-in byte address and the size of what it points to (so
-    ``ring.full + 1`` is 8 bytes on, as in C). Only ``smem_u32`` turns it into an address."""
-
-    address: int
-    step: int
-
-    def __add__(self, other):
-        if isinstance(other, _Pointer):
-            raise Unsupported("adds two pointers")
-        return _Pointer(self.address + self.step * int(other), self.step)
-
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        return self + -int(other)
-
-    def __int__(self):
-        raise Unsupported("a pointer into the ring where the kernel takes an address (smem_u32 of it)")
-
-
-def _smem_u32(pointer) -> int:
-    if not isinstance(pointer, _Pointer):
-        raise Unsupported("smem_u32 of something that is not in the ring")
-    return pointer.address
-
-
-def _element(member: str, step: int):
-    """``&ring.member[X]`` (step: the element's size) or ``ring.a[X]`` decayed (step: one half)."""
-    base, size = RING_MEMBERS[member]
-    return lambda index: _Pointer(base + size * int(index), step)
-
-
-def _contents(member: str):
-    """``ring.full[X]`` without ``&``: the barrier's 64-bit state read as an integer."""
-    return lambda index: VALUE_BASES[member] + 8 * int(index)
-
-
-# What the rewritten expressions (see _ring_expression) call, given to every evaluation.
-RING_NAMES: dict = {"smem_u32": _smem_u32}
-for _member, (_base, _size) in RING_MEMBERS.items():
-    RING_NAMES[f"ring_{_member}"] = _Pointer(_base, _size)             # ring.member, an array decayed
-    RING_NAMES[f"ring_{_member}_at"] = _element(_member, _size)        # &ring.member[X]
-    RING_NAMES[f"ring_{_member}_item"] = (_contents(_member) if _member in VALUE_BASES   # ring.member[X]
-                                          else _element(_member, 2))
-
-_RING_MEMBER = re.compile(r"\bring\s*\.\s*([A-Za-z_]\w*)")
-_UNARY_AMPERSAND = re.compile(r"&\s*$")
-_OPERAND_END = re.compile(r"[\w)\]]\s*$")
-
-
-@lru_cache(maxsize=256)
-def _ring_expression(text: str) -> str:
-    """``text`` with the kernel's ring members in calls the C-expression evaluator reads:
-    ``&ring.full[X]`` -> ``ring_full_at(X)``, ``ring.full[X]`` -> ``ring_full_item(X)`` (the barrier's
-    contents; for ``ring.a`` and ``ring.b`` the stage as a pointer), ``ring.full`` -> ``ring_full``."""
-    out, pos = "", 0
-    for m in _RING_MEMBER.finditer(text):
-        if m.start() < pos:                   # inside an index already rewritten
-            continue
-        member = m.group(1)
-        if member not in RING_MEMBERS:
-            raise Unsupported(f"the ring has a, b, full and empty; {text.strip()!r} names ring.{member}")
-        out += text[pos:m.start()]
-        amp = _UNARY_AMPERSAND.search(out)
-        address_of = amp is not None and not _OPERAND_END.search(out[:amp.start()])
-        if address_of:
-            out = out[:amp.start()]
-        pos = m.end()
-        bracket = re.compile(r"\s*\[").match(text, pos)
-        if bracket is None:
-            if address_of:
-                raise Unsupported(f"&ring.{member} without an index in {text.strip()!r}")
-            out += f"ring_{member}"
-            continue
-        depth, i = 1, bracket.end()           # the index: up to the matching ]
-        while i < len(text) and depth:
-            depth += (text[i] == "[") - (text[i] == "]")
-            i += 1
-        if depth:
-            raise Unsupported(f"unbalanced [] in {text.strip()!r}")
-        index = _ring_expression(text[bracket.end():i - 1])
-        out += f"ring_{member}_{'at' if address_of else 'item'}({index})"
-        pos = i
-    return out + text[pos:]
-
-
-def _evaluate(expression: str, env: dict) -> int:
-    """A C integer expression of the region, ring members and smem_u32 included, with the names in ``env``."""
-    return evaluate(_ring_expression(expression), {**RING_NAMES, **env})
-
-
-def _run(program: list, env: dict):
-    """Execute the region for one warp: yields ("wait", bar address, parity, line) and
-    ("load", stage, slice, line)."""
-    for stmt in program:
-        if isinstance(stmt, Decl):
-            env[stmt.name] = _evaluate(stmt.expr, env)
-        elif isinstance(stmt, If):
-            yield from _run(stmt.then if _evaluate(stmt.cond, env) else stmt.orelse, env)
-        elif stmt.name == "mbar_wait_parity":
-            if len(stmt.args) != 2:
-                raise Unsupported(f"mbar_wait_parity takes (barrier, parity); line {stmt.line} passes {len(stmt.args)}")
-            yield ("wait", _evaluate(stmt.args[0], env), _evaluate(stmt.args[1], env) & 1, stmt.line)
-        else:
-            if len(stmt.args) != 2:
-                raise Unsupported(f"load_tile takes (stage, slice); line {stmt.line} passes {len(stmt.args)}")
-            yield ("load", _evaluate(stmt.args[0], env), _evaluate(stmt.args[1], env), stmt.line)
-
-
-REFERENCE_REGION = """
-if (tid == 0 && next < k_tiles) {
-    if (next >= STAGES) mbar_wait_parity(smem_u32(&ring.empty[next % STAGES]), (next / STAGES - 1) % 2);
-    load_tile(next % STAGES, next);
-}
-__syncwarp();
-mbar_wait_parity(smem_u32(&ring.full[kt % STAGES]), (kt / STAGES) % 2);
+def _program(compiled: Compiled, shown: str, tiles, super_mn, stages: tuple[int, ...]) -> str:
+    (refill, first_r), (wait, first_w) = host_model.all_regions(compiled, shown, 2)
+    runs = "".join(f"    run<{s}>();\n" for s in stages)
+    return host_model.PRELUDE + f"""#include <cstddef>
+using half = unsigned short;
+struct Dim3 {{ unsigned x, y, z; }};
+static Dim3 threadIdx, blockIdx, blockDim;
+constexpr int BM = {tiles.bm}, BN = {tiles.bn}, BK = {tiles.bk}, WM = {tiles.wm}, WN = {tiles.wn};
+constexpr int SUPER_M = {super_mn[0]}, SUPER_N = {super_mn[1]};
+constexpr int THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, FRAG_M = WM / 16, FRAG_N = WN / 8;
+constexpr int B_PANEL = BK * 128;
+// The kernel's TmaRing with its members {MEMBER_SPAN} bytes apart: an index past an array's end still reads as it.
+template <int STAGES> struct Ring {{
+    unsigned char lead[{FULL_BASE}];
+    unsigned long long full[STAGES];
+    unsigned char after_full[{EMPTY_BASE - FULL_BASE} - 8 * STAGES];
+    unsigned long long empty[STAGES];
+    unsigned char after_empty[{A_BASE - EMPTY_BASE} - 8 * STAGES];
+    half a[STAGES][BM * BK];
+    unsigned char after_a[{B_BASE - A_BASE} - STAGES * BM * BK * 2];
+    half b[STAGES][BK * BN];
+}};
+static const void* g_ring = nullptr;
+static unsigned smem_u32(const void* p) {{ return (unsigned)((const char*)p - (const char*)g_ring); }}
+static void wait_at(unsigned bar, unsigned parity, int line) {{
+    std::printf("wait %u %u %d\\n", bar, parity, line); event_done(); }}
+static void load_at(int stage, int slice, int line) {{ std::printf("load %d %d %d\\n", stage, slice, line); event_done(); }}
+#define mbar_wait_parity(bar, parity) wait_at((bar), (parity), __LINE__)
+#define load_tile(stage, slice) load_at((stage), (slice), __LINE__)
+template <int STAGES> static void run() {{
+    static_assert(offsetof(Ring<STAGES>, empty) == {EMPTY_BASE} && offsetof(Ring<STAGES>, b) == {B_BASE}, "layout");
+    static Ring<STAGES> ring;
+    g_ring = &ring;
+    for (int s = 0; s < STAGES; ++s) {{
+        ring.full[s] = {VALUE_BASES["full"]}ull + 8 * s;    // a barrier's state, read as a number
+        ring.empty[s] = {VALUE_BASES["empty"]}ull + 8 * s;
+    }}
+    const int k_tiles = 3 * STAGES + 2, M = BM, N = BN, K = k_tiles * BK;
+    std::printf("run %d %d %d\\n", STAGES, THREADS / 32, k_tiles);
+    for (int t = 0; t < THREADS; ++t) {{
+        threadIdx = Dim3{{unsigned(t), 0, 0}}; blockIdx = Dim3{{0, 0, 0}}; blockDim = Dim3{{THREADS, 1, 1}};
+        const int tid = t, lane = tid % 32, warp = tid / 32, warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+        const int grid_m = 1, grid_n = 1, bid_m = 0, bid_n = 0, m0 = 0, n0 = 0;
+        (void)M; (void)N; (void)K; (void)lane; (void)warp_m; (void)warp_n; (void)grid_m; (void)grid_n;
+        (void)bid_m; (void)bid_n; (void)m0; (void)n0;
+        for (int kt = 0; kt < k_tiles; ++kt) {{
+            const int next = kt + STAGES - 1;
+            std::printf("at %d %d 0\\n", tid, kt); event_done();
+{host_model.region(refill, first_r, shown)}
+            __syncwarp();
+            std::printf("at %d %d 1\\n", tid, kt); event_done();
+{host_model.region(wait, first_w, shown)}
+        }}
+    }}
+}}
+int main() {{
+{runs}    return 0;
+}}
 """
 
 
-# ---------------------------------------------------------------- the ring model
-
-def describe_address(address: int, stages: int) -> str:
-    """What a stand-in address of the model is, in the kernel's names."""
-    for member, base in VALUE_BASES.items():
-        if 0 <= address - base < 1 << 20:
-            index = (address - base) // 8
-            return (f"ring.{member}[{index}], the barrier's 64-bit state and not its address "
-                    f"(that is smem_u32(&ring.{member}[{index}]))")
-    member, (base, step) = min(RING_MEMBERS.items(), key=lambda item: abs(address - item[1][0]))
-    if abs(address - base) >= 1 << 19:
-        return f"the number {address}, not an address in the ring"
-    index, rest = divmod(address - base, step)
-    where = f"&ring.{member}[{index}]" + (f" + {rest} bytes" if rest else "")
-    if member not in VALUE_BASES:
-        return f"smem_u32({where}), in the {member.upper()} tiles"
-    if not 0 <= index < stages:
-        return f"smem_u32({where}), past the {stages} barriers of ring.{member}"
-    return f"smem_u32({where})"
-
-
-class RingError(Exception):
-    def __init__(self, kind: str, message: str, events: list):
-        super().__init__(message)
-        self.kind = kind          # "stale read", "overwrite", "hang", "bad barrier"
-        self.message = message
-        self.events = events
-
-
-@dataclass
-class _Warp:
-    index: int
-    program: object           # generator of actions
-    pending: tuple | None = None
-    kt: int = -1
-    done: bool = False
+def read_trace(lines: list[list[str]], shown: str) -> dict[int, dict]:
+    """The record by stage count: ``{stages: {"warps", "k_tiles", "calls": {(tid, kt, region): [action]}}}``, each
+    action as :data:`.tma_ring.Actions` has it; a Failure for a thread that runs an iteration twice (the region
+    changes ``kt``) or makes more than :data:`MAX_CALLS` calls in one."""
+    runs: dict[int, dict] = {}
+    calls, tid, made = None, None, 0
+    for words in lines:
+        kind = words[0]
+        if kind == "run":
+            stages, warps, k_tiles = (int(w) for w in words[1:4])
+            calls = {}
+            runs[stages] = {"warps": warps, "k_tiles": k_tiles, "calls": calls}
+        elif kind == "at":
+            tid, kt, region = (int(w) for w in words[1:4])
+            if (tid, kt, region) in calls:
+                raise Failure(f"{shown}: thread {tid} runs iteration kt={kt} of the main loop twice: does your region "
+                              "assign kt? The loop's counter is the loop's own.",
+                              {"input": shown, "expected": "one pass per iteration", "got": f"kt={kt} twice"})
+            if region == 0:
+                made = 0
+            calls[(tid, kt, region)] = []
+        elif kind in ("wait", "load"):
+            made += 1
+            if made > MAX_CALLS:
+                raise Failure(f"{shown}: thread {tid} makes more than {MAX_CALLS} calls of mbar_wait_parity and "
+                              f"load_tile in iteration kt={kt}; the top of rung 07's loop makes at most three (thread "
+                              "0's wait and load, every thread's wait).",
+                              {"input": shown, "expected": f"at most {MAX_CALLS} calls", "got": f"over {MAX_CALLS}"})
+            a, b, line = (int(w) for w in words[1:4])
+            calls[(tid, kt, region)].append(("wait", a, b & 1, line) if kind == "wait" else ("load", a, b, line, tid))
+        else:
+            raise ValueError(kind)
+    return runs
 
 
-def simulate_ring(program: list | None = None, *, stages: int = 4, k_tiles: int = 14, warps: int = 8,
-                  policy: str = "uniform", seed: int = 0) -> list[dict]:
-    """Play the main loop of rung 07 with ``program`` (the region; the reference when None) as
-    its top, under one interleaving. Returns the events in order; raises :class:`RingError` at
-    the first stale read, overwrite, hang or wait on a non-barrier.
+def _wait_text(waits: list[tuple], layout: Layout, stages: int) -> str:
+    if not waits:
+        return "makes no wait"
+    return "waits " + ", then ".join(f"on {layout.name(address, stages)} for parity {parity}"
+                                     for _, address, parity, _ in waits)
 
-    Everything outside the region is rung 07's: thread 0 loads slices 0..stages-2 before the
-    loop, ``__syncthreads``, then each warp, per iteration kt, runs the region, reads stage
-    ``kt % stages`` and arrives on its empty barrier. A warp stands for its lane 0 (thread
-    ``32 * warp``), so warp 0 is also the producer.
-    """
-    program = parse_region(REFERENCE_REGION) if program is None else program
-    rng = random.Random(seed)
-    full_phases = [0] * stages
-    empty_phases = [0] * stages
-    empty_arrivals = [0] * stages
-    content = [None] * stages            # slice landed in each stage
-    in_flight: list[tuple[int, int]] = []   # (stage, slice) copies not landed yet
-    readers: list[dict] = [dict() for _ in range(stages)]   # stage -> {warp: slice}
-    events: list[dict] = []
 
-    def log(actor, kt, action, stage, detail):
-        events.append({"step": len(events), "actor": actor, "kt": kt, "action": action, "stage": stage,
-                       "detail": detail, "full_phases": list(full_phases), "empty_phases": list(empty_phases)})
-
-    def fail(kind, message):
-        raise RingError(kind, message, events)
-
-    def warp_program(w):
-        if w == 0:
-            for s in range(stages - 1):
-                if s < k_tiles:
-                    yield ("load", s, s, None)
-        yield ("sync",)
+def warp_actions(run: dict, stages: int, layout: Layout, shown: str):
+    """What each warp does at the top of each iteration (:data:`.tma_ring.Actions`), read from the record of every
+    thread: the warp's loading thread stands for it where it has one, else its lane 0. A Failure when more than one
+    thread loads, or when a thread of a warp waits for slice kt otherwise than the thread that stands for it."""
+    calls, warps, k_tiles = run["calls"], run["warps"], run["k_tiles"]
+    loads = defaultdict(list)
+    for (tid, kt, _), made in calls.items():
+        if any(a[0] == "load" for a in made):
+            loads[tid].append(kt)
+    if len(loads) > 1:
+        (a, kts_a), (b, kts_b) = sorted(loads.items())[:2]
+        raise Failure(f"{shown}: threads {a} and {b} both call load_tile (thread {a} at kt={kts_a[0]}, thread {b} at "
+                      f"kt={kts_b[0]}; {stages} stages). Rung 07 has one thread ask for every slice: each load_tile "
+                      "arrives once on full[s] and expects one slice's bytes, and full[s] is set up for one arrival a "
+                      "phase (mbar_init(full, 1)), so with two loading threads its phases no longer follow the slices.",
+                      {"input": shown, "expected": "one loading thread", "got": sorted(loads)[:4]})
+    loader = next(iter(loads), None)
+    stands = [loader if loader is not None and loader // 32 == w else 32 * w for w in range(warps)]
+    for w in range(warps):
         for kt in range(k_tiles):
-            env = {"kt": kt, "next": kt + stages - 1, "STAGES": stages, "k_tiles": k_tiles, "tid": 32 * w,
-                   "lane": 0, "warp": w, "THREADS": 32 * warps}
-            yield ("kt", kt)
-            yield from _run(program, env)
-            yield ("read", kt % stages, kt)
-            yield ("arrive", kt % stages)
+            theirs = [a for a in calls.get((stands[w], kt, 1), []) if a[0] == "wait"]
+            for tid in range(32 * w, 32 * w + 32):
+                if (tid, kt, 1) not in calls:
+                    raise Failure(f"{shown}: thread {tid} never reaches the wait for slice {kt} ({stages} stages): "
+                                  "does your region assign kt, or leave the loop?",
+                                  {"input": shown, "expected": f"iteration {kt}", "got": "skipped"})
+                mine = [a for a in calls[(tid, kt, 1)] if a[0] == "wait"]
+                if [a[1:3] for a in mine] != [a[1:3] for a in theirs]:
+                    raise Failure(
+                        f"{shown}: at kt={kt} ({stages} stages) thread {tid} (lane {tid % 32} of warp {w}) "
+                        f"{_wait_text(mine, layout, stages)}, where thread {stands[w]} of the same warp "
+                        f"{_wait_text(theirs, layout, stages)}. Every thread reads the stage (ldmatrix takes a row "
+                        "address from each lane), so every thread waits for slice kt to land: the same wait.",
+                        {"input": {"thread": tid, "kt": kt}, "expected": [a[1:3] for a in theirs],
+                         "got": [a[1:3] for a in mine]})
 
-    def barrier(address, line):
-        for base, name, phases in ((FULL_BASE, "full", full_phases), (EMPTY_BASE, "empty", empty_phases)):
-            offset = address - base
-            if 0 <= offset < 8 * stages and offset % 8 == 0:
-                return name, offset // 8, phases
-        fail("bad barrier", f"line {line} waits on {describe_address(address, stages)}: no barrier of the ring. "
-             f"The full barriers are smem_u32(&ring.full[s]) and the empty ones smem_u32(&ring.empty[s]), "
-             f"s = 0..{stages - 1}.")
-
-    agents = [_Warp(w, warp_program(w)) for w in range(warps)]
-    at_sync = set()
-
-    def advance(agent):
-        try:
-            agent.pending = next(agent.program)
-        except StopIteration:
-            agent.done, agent.pending = True, None
-        while agent.pending is not None and agent.pending[0] == "kt":
-            agent.kt = agent.pending[1]
-            advance(agent)
-
-    for agent in agents:
-        advance(agent)
-
-    def can_run(agent):
-        action = agent.pending
-        if agent.done:
-            return False
-        if action[0] == "held":
-            return False
-        if action[0] == "wait":
-            _, index, phases = barrier(action[1], action[3])
-            return phases[index] % 2 != action[2]
-        return True
-
-    while True:
-        runnable = [a for a in agents if can_run(a)]
-        if all(a.done for a in agents):
-            return events
-        if not runnable and not in_flight:
-            blocked = []
-            for a in agents:
-                if a.done:
-                    continue
-                if a.pending[0] == "wait":
-                    name, index, phases = barrier(a.pending[1], a.pending[3])
-                    blocked.append(f"warp {a.index} at kt={a.kt} (line {a.pending[3]}) waits on {name}[{index}] for "
-                                   f"parity {a.pending[2]}; it has completed {phases[index]} phase(s), so its last "
-                                   f"completed phase has parity {(phases[index] - 1) % 2 if phases[index] else 1}")
-            fail("hang", "The kernel hangs: no copy is in flight and every warp waits for a phase that nothing "
-                 "will complete.\n  " + "\n  ".join(blocked[:3]))
-        choices = [("warp", a) for a in runnable] + [("copy", c) for c in in_flight]
-        choice = _choose(choices, policy, rng)
-        if choice[0] == "copy":
-            stage, slice_ = choice[1]
-            in_flight.remove(choice[1])
-            content[stage] = slice_
-            full_phases[stage] += 1
-            log("TMA", None, "lands", stage, f"slice {slice_} in stage {stage}: full[{stage}] completes phase "
-                f"{full_phases[stage] - 1}")
-            continue
-        agent = choice[1]
-        action = agent.pending
-        who = f"warp {agent.index}"
-        if action[0] == "sync":                # __syncthreads: held until every warp is there
-            at_sync.add(agent.index)
-            agent.pending = ("held",)
-            if len(at_sync) == warps:
-                for a in agents:
-                    advance(a)
-            continue
-        if action[0] == "load":
-            stage, slice_, line = action[1], action[2], action[3]
-            if not 0 <= stage < stages:
-                fail("bad barrier", f"line {line}: load_tile into stage {stage}; the ring has stages 0..{stages - 1}.")
-            if readers[stage]:
-                w, s = next(iter(readers[stage].items()))
-                fail("overwrite", f"thread 0 (kt={agent.kt}, line {line}) starts loading slice {slice_} into stage "
-                     f"{stage} while warp {w} is still reading slice {s} there: the copy overwrites data under it. "
-                     f"Wait on empty[{stage}] for the phase in which every warp left the stage.")
-            if any(st == stage for st, _ in in_flight):
-                fail("overwrite", f"thread 0 (kt={agent.kt}, line {line}) loads slice {slice_} into stage {stage} while "
-                     "the previous copy into it is still in flight.")
-            in_flight.append((stage, slice_))
-            content[stage] = None
-            log("thread 0", agent.kt if agent.kt >= 0 else None, "load_tile", stage,
-                f"slice {slice_} -> stage {stage} (expect_tx on full[{stage}])")
-        elif action[0] == "wait":
-            name, index, phases = barrier(action[1], action[3])
-            log(who, agent.kt, f"passes {name}[{index}]", index, f"parity {action[2]}: {phases[index]} phase(s) "
-                f"completed")
-        elif action[0] == "read":
-            stage, kt = action[1], action[2]
-            if content[stage] != kt:
-                state = ("a copy into it is still in flight" if content[stage] is None
-                         else f"it holds slice {content[stage]}")
-                fail("stale read", f"warp {agent.index} computes slice {kt} from stage {stage}, but {state}: "
-                     f"the wait before it let the warp through too early (after full[{stage}] completed "
-                     f"{full_phases[stage]} phase(s)). The result would be wrong.")
-            readers[stage][agent.index] = kt
-            log(who, kt, "reads", stage, f"slice {kt} (ldmatrix + mma)")
-        elif action[0] == "arrive":
-            stage = action[1]
-            readers[stage].pop(agent.index, None)
-            empty_arrivals[stage] += 1
-            detail = f"{empty_arrivals[stage]} of {warps} arrivals"
-            if empty_arrivals[stage] == warps:
-                empty_arrivals[stage] = 0
-                empty_phases[stage] += 1
-                detail += f": empty[{stage}] completes phase {empty_phases[stage] - 1}"
-            log(who, agent.kt, "arrives", stage, detail)
-        advance(agent)
-
-
-def _choose(choices, policy, rng):
-    warps = [c for c in choices if c[0] == "warp"]
-    if policy == "slow copies" and warps and rng.random() < 0.9:
-        return rng.choice(warps)
-    if policy in ("producer ahead", "producer behind") and warps:
-        producer = [c for c in warps if c[1].index == 0]
-        others = [c for c in warps if c[1].index != 0]
-        first, second = (producer, others) if policy == "producer ahead" else (others, producer)
-        if first and rng.random() < 0.8:
-            return rng.choice(first)
-        if second and rng.random() < 0.8:
-            return rng.choice(second)
-    return rng.choice(choices)
-
-
-def play_all(program: list, *, stages: int, warps: int, k_tiles: int | None = None) -> int:
-    """Every policy, ``SCHEDULES_PER_POLICY`` seeds each; the number of interleavings played.
-    Raises :class:`RingError` at the first problem."""
-    k_tiles = 3 * stages + 2 if k_tiles is None else k_tiles
-    played = 0
-    for policy in POLICIES:
-        for seed in range(SCHEDULES_PER_POLICY):
-            simulate_ring(program, stages=stages, k_tiles=k_tiles, warps=warps, policy=policy, seed=seed)
-            played += 1
-    return played
-
-
-def format_events(events: list[dict], last: int | None = None, *, widths: tuple[int, int, int] = (9, 15, 52)) -> str:
-    """The events as a table: step, who, kt, what, detail, and the phases each barrier has completed.
-    ``widths`` are the least widths of the who, action and detail columns; a wider entry widens its
-    column (chapter 10's ring shares this table)."""
-    rows = events[-last:] if last else events
-    who = max([widths[0]] + [len(e["actor"]) for e in rows])
-    action = max([widths[1]] + [len(e["action"]) for e in rows])
-    detail = max([widths[2]] + [len(e["detail"]) for e in rows])
-    lines = [f"{'step':>4}  {'who':<{who}} {'kt':>3}  {'action':<{action}} {'detail':<{detail}} full / empty phases"]
-    for e in rows:
-        kt = "" if e["kt"] is None else str(e["kt"])
-        lines.append(f"{e['step']:>4}  {e['actor']:<{who}} {kt:>3}  {e['action']:<{action}} {e['detail']:<{detail}} "
-                     f"{e['full_phases']} / {e['empty_phases']}")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- the checker
-
-def _ring_shape(compiled: Compiled) -> tuple[int, int]:
-    """The stages and warps of rung 07's ring as sized for the target the kernel is checked on."""
-    from ..library.ladder.r07_tma import tiles_for
-
-    tiles = tiles_for(compiled.target)
-    return tiles.stages, tiles.warps
+    def actions(warp: int, kt: int) -> list:
+        return calls.get((stands[warp], kt, 0), []) + calls.get((stands[warp], kt, 1), [])
+    return actions
 
 
 def structural(compiled: Compiled) -> str:
     shown = display_path(compiled.path)
+    tiles, super_mn = _rung_tiles(compiled)
+    stages = stage_counts(tiles.stages)
+    layout = Layout(tiles.bm * tiles.bk * 2, tiles.bk * tiles.bn * 2)
     try:
-        program = [stmt for region, first in compiled.regions() for stmt in parse_region(region, first)]
-    except Unsupported as exc:
-        return (f"the ring model could not read your region ({exc}); the GPU run decides whether the "
-                "waits are right")
-    stages, warps = _ring_shape(compiled)
-    try:
-        played = play_all(program, stages=stages, warps=warps)
-    except Unsupported as exc:
-        return f"the ring model could not evaluate your region ({exc}); the GPU run decides"
-    except RingError as exc:
-        article = "an" if exc.kind[0] in "aeiou" else "a"
-        raise Failure(f"{shown}: the ring model finds {article} {exc.kind}. {exc.message}\n"
-                      f"The last events before it ({stages} stages, {warps} warps):\n"
-                      + format_events(exc.events, last=8),
-                      {"input": shown, "expected": "no stale read, overwrite or hang", "got": exc.kind}) from None
-    return (f"the ring model played your waits through {played} interleavings of {warps} warps and the copy "
-            f"engine ({stages} stages, {3 * stages + 2} slices): no stale read, overwrite or hang")
+        lines = host_model.run(_program(compiled, shown, tiles, super_mn, stages), shown)
+    except host_model.ModelUnavailable as exc:
+        return f"{exc}; the GPU run decides whether the waits are right"
+    runs = host_model.parsed(lambda ls: read_trace(ls, shown), lines, shown)
+    if sorted(runs) != sorted(stages):
+        raise Failure(f"{shown}: the host model of your regions stopped before it had run them with "
+                      f"{', '.join(map(str, stages))} stages: does your region return from the kernel?",
+                      {"input": shown, "expected": list(stages), "got": sorted(runs)})
+    played = 0
+    for count in stages:
+        run = runs[count]
+        actions = warp_actions(run, count, layout, shown)
+        try:
+            played += play_all(actions, stages=count, warps=run["warps"], k_tiles=run["k_tiles"], layout=layout)
+        except RingError as exc:
+            article = "an" if exc.kind[0] in "aeiou" else "a"
+            raise Failure(f"{shown}: the ring model finds {article} {exc.kind}. {exc.message}\n"
+                          f"The last events before it ({count} stages, {run['warps']} warps):\n"
+                          + format_events(exc.events, last=8),
+                          {"input": shown, "expected": "no stale read, overwrite or hang", "got": exc.kind}) from None
+    warps = runs[stages[0]]["warps"]
+    return (f"the host model ran your regions for every thread and iteration, and the ring model played their waits "
+            f"through {played} interleavings of {warps} warps and the copy engine ({', '.join(map(str, stages))} "
+            f"stages, 3 x stages + 2 slices): one loading thread, every thread waiting for its slice, no stale read, "
+            "overwrite or hang")
 
 
 EXERCISE = KernelExercise(

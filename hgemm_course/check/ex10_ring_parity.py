@@ -28,7 +28,7 @@ import random
 from collections import Counter
 from typing import Callable
 
-from . import ex07_mbarrier
+from . import tma_ring
 from .feedback import Exercise, Failure, Learner, as_int_pair, format_call, passed_message, with_extra
 
 FUNCTIONS = ("full_wait", "empty_wait")
@@ -261,7 +261,7 @@ def play_all(full_wait_fn: WaitFn = full_wait, empty_wait_fn: WaitFn = empty_wai
 
 def format_events(events: list[dict], last: int | None = None) -> str:
     """Chapter 07's event table, with columns wide enough for the two consumers' names and waits."""
-    return ex07_mbarrier.format_events(events, last, widths=(10, 16, 56))
+    return tma_ring.format_events(events, last, widths=(10, 16, 56))
 
 
 # ---------------------------------------------------------------- the checker

@@ -136,13 +136,19 @@ def run(program: str, shown: str) -> list[list[str]]:
     return lines
 
 
-def last_region(compiled, shown: str, regions: int) -> tuple[str, int]:
-    """The learner's last marked region of a kernel exercise of ``regions`` regions (the loop its host model plays),
-    as (text, first line); a Failure when the file's regions cannot be found."""
+def all_regions(compiled, shown: str, regions: int) -> list[tuple[str, int]]:
+    """The learner's marked regions of a kernel exercise of ``regions`` regions, each as (text, first line); a
+    Failure when the file's regions cannot be found."""
     found = compiled.regions()
     if len(found) != regions:
         raise Failure(f"{shown}: the checker finds {len(found)} marked regions, not the exercise's {regions}: keep the "
                       "BEGIN SOLUTION / END SOLUTION lines, or the lines around each region, as the exercise gave them.",
                       {"input": shown, "expected": regions, "got": len(found)})
-    return found[-1]
+    return found
+
+
+def last_region(compiled, shown: str, regions: int) -> tuple[str, int]:
+    """The learner's last marked region of a kernel exercise of ``regions`` regions (the loop its host model plays),
+    as (text, first line); a Failure when the file's regions cannot be found."""
+    return all_regions(compiled, shown, regions)[-1]
 

@@ -149,13 +149,13 @@ def compile_probes(compiled, probes: dict[str, str], shown: str, calls: dict[str
                       f"not compile: {first.strip()}\nKeep the function's name and parameters as the exercise gave "
                       "them, and give each asm operand the register kind and the order its instruction takes.",
                       {"input": calls[name], "expected": "a function the checker can call", "got": first.strip()})
-    from .kernel_exercise import entry_ptx
+    from .kernel_compile import entry_ptx
 
     return {name: entry_ptx(answer["ptx"], answer["lowered"].get(name, name)) for name in probes}
 
 
 def _compile(compiled, probes: str, names: tuple[str, ...], shown: str) -> dict:
-    from .kernel_exercise import _compiled_in_child
+    from .kernel_compile import _compiled_in_child
 
     text = compiled.text + f'\n#line 1 "the checker\'s probe of {shown}"\n' + probes
     limit = host_model._time_limit_s or PROBE_TIMEOUT_S
