@@ -5,7 +5,7 @@
 # research/vendor_probe.py --host-only), bench (`bench plan` over benchmarks/shapes_small_skinny.txt, recorded),
 # sanitize (compute-sanitizer on the plan's split and 64-row launches, on tails), tests (the GPU tests of stream-K
 # and the API), profiles (ncu on gemm()'s launch and on cuBLASLt's GEMM kernel at each of PROFILE_SHAPES, by default
-# small_skinny.profiled_shapes(), recorded),
+# small_skinny_profiles.profiled_shapes(), recorded),
 # chapter (chapter 13 executed, into $OUT/notebooks). What lands in results/ comes back in $OUT/results.tgz.
 # shellcheck source=scripts/preamble.sh
 source "$(dirname "${BASH_SOURCE[0]}")/preamble.sh"
@@ -35,8 +35,8 @@ fi
 if step profiles; then
   # default: the newest sweep's shapes under 90% of the faster vendor, then chapter 13's other profiled ones
   default_shapes=$(python3 -c "from hgemm_course import viz
-from hgemm_course.course import small_skinny as ss
-print(' '.join('x'.join(map(str, s)) for s in ss.profiled_shapes(viz.vendor_sweep_data())))")
+from hgemm_course.course.small_skinny_profiles import profiled_shapes
+print(' '.join('x'.join(map(str, s)) for s in profiled_shapes(viz.vendor_sweep_data())))")
   for shape in ${PROFILE_SHAPES:-$default_shapes}; do
     for target in plan cublaslt; do
       timeout 120 python3 -m hgemm_course.course.cli profile $target --shape "$shape" --record 2>&1 | tail -4 | tee -a "$OUT/profiles.txt"

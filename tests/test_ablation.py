@@ -84,3 +84,11 @@ def test_rung_07s_smaller_tile_pays_only_through_the_second_cta_it_makes_room_fo
     assert got[("07 as it is", "07 at 128x128, 4 warps")] == "more"
     assert got[("07 at 128x128, 4 warps", "07 at 128x128 s3")] == "fewer"
     assert got[("07 at 128x128 s3", "07 at 09's 128x128 s3 16x2")] == "level"
+
+
+def test_an_ablation_step_is_judged_against_a_rung_by_the_launches_of_both(capsys):
+    judged = ablation.compare_step_with_rung(ablation.ABLATION_03_TO_04, "04f + 4 stages", "05", 8192)
+    out = capsys.readouterr().out
+    assert judged is not None and "ablate_03_to_04.json" in out and "results/bench_" in out
+    assert judged.what == "SM cycles at 8192^3, two runs" and str(judged) in out
+    assert ablation.compare_step_with_rung(ablation.ABLATION_03_TO_04, "04f + 4 stages", "05", 333) is None

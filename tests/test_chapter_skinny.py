@@ -1,8 +1,10 @@
-"""chapter_skinny: chapter 13's tables cut to a few shapes, and swap-AB's count of the wgmma rows a small M fills."""
+"""chapter_skinny: chapter 13's tables cut to a few shapes, swap-AB's count of the wgmma rows a small M fills, and
+gemm()'s recorded rows where no GPU times it."""
 import pytest
 
 from hgemm_course.course import chapter_skinny as cs
 from hgemm_course.course import small_skinny as ss
+from hgemm_course.viz import vendor_sweep_data
 
 
 def test_swap_ab_fills_the_products_a_small_m_leaves_empty():
@@ -29,3 +31,13 @@ def test_vendor_tiles_put_a_small_m_on_cublaslts_narrow_side():
     if not pairs:
         pytest.skip("no recorded profiles at 16x4096x4096")
     assert pairs[0]["cublaslt"]["tile"][0] == 16 and pairs[0]["plan"]["tile"][0] == 64
+
+
+def test_time_or_show_prints_the_recorded_rows_without_a_gpu(capsys, monkeypatch):
+    from hgemm_course.library import target
+
+    monkeypatch.setattr(target, "runnable", lambda: None)
+    rows = cs.time_or_show([(256, 256, 65536), (16, 4096, 4096)], vendor_sweep_data())
+    out = capsys.readouterr().out
+    assert [(r["M"], r["N"], r["K"]) for r in rows] == [(256, 256, 65536), (16, 4096, 4096)]
+    assert "RECORDED on the NVIDIA H200" in out and "host us" in out

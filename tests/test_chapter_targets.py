@@ -1,5 +1,6 @@
-"""The chapters' calls on a learner's GPU (hgemm_course.course.chapter): what the GPU runs is measured, what it cannot run
-is refused in one line and shown from the H200's records, and nothing raises.
+"""The chapters' calls on a learner's GPU (hgemm_course.course.here_or_recorded, and roofs, chapter_limits, compiled and
+profile_tables beside it): what the GPU runs is measured, what it cannot run is refused in one line and shown from the
+H200's records, and nothing raises.
 
 The GPU is faked at the driver probe (an RTX 4090, an RTX 5080, a T4, or none), and measurement's ``bench`` and
 ``verify`` (and the ceilings and limits runs) are replaced by recorders: no kernel is launched. Each test runs in its
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_GPUS
-from hgemm_course.course import chapter
+from hgemm_course.course import chapter_limits, compiled, here_or_recorded, profile_tables, roofs
 from hgemm_course.library import device, target
 from hgemm_course.measurement import bench, ceilings, limits, records, timing, verification
 from hgemm_course.library.device import GpuInfo
@@ -43,7 +44,7 @@ def calls(monkeypatch, tmp_path):
     """What the chapter asked bench and verify (and the ceilings and limits runs) to do, in order."""
     asked = []
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(chapter.RECORD_ENV, raising=False)
+    monkeypatch.delenv(here_or_recorded.RECORD_ENV, raising=False)
     monkeypatch.setattr(records, "provenance", _provenance)
 
     def verify(rung, M, N, K, **_):
@@ -93,7 +94,7 @@ SHAPES = [(1000, 1000, 1000), (257, 136, 72)]
 
 @pytest.mark.parametrize("gpu", ["RTX 4090"], indirect=True)
 def test_a_4090_times_05_and_06_and_shows_07_recorded(gpu, calls, capsys):
-    chapter.run_or_show(["05", "06", "07"], SHAPES, [4096])
+    here_or_recorded.run_or_show(["05", "06", "07"], SHAPES, [4096])
     out = capsys.readouterr().out
     assert calls == [("verify", "06", SHAPES[0]), ("verify", "06", SHAPES[1]), ("bench", ["05", "06"], [4096])]
     (path,) = (Path("hgemm-results")).glob("bench_*.json")
@@ -110,7 +111,7 @@ def test_a_4090_times_05_and_06_and_shows_07_recorded(gpu, calls, capsys):
 
 @pytest.mark.parametrize("gpu", ["RTX 5080"], indirect=True)
 def test_a_5080_runs_05_to_07_and_shows_nothing_recorded(gpu, calls, capsys):
-    chapter.run_or_show(["05", "06", "07"], SHAPES, [4096])
+    here_or_recorded.run_or_show(["05", "06", "07"], SHAPES, [4096])
     out = capsys.readouterr().out
     assert calls == [("verify", "07", SHAPES[0]), ("verify", "07", SHAPES[1]), ("bench", ["05", "06", "07"], [4096])]
     assert "measured on NVIDIA GeForce RTX 5080, 2026-12-04, written to " in out
@@ -119,7 +120,7 @@ def test_a_5080_runs_05_to_07_and_shows_nothing_recorded(gpu, calls, capsys):
 
 @pytest.mark.parametrize("gpu", ["RTX 4090", "RTX 5080", "T4"], indirect=True)
 def test_wgmma_is_refused_in_one_line_and_shown_recorded(gpu, calls, capsys):
-    chapter.run_or_show(["09"], SHAPES, [4096, 8192])
+    here_or_recorded.run_or_show(["09"], SHAPES, [4096, 8192])
     out = capsys.readouterr().out
     assert calls == []
     line = verification.refusal_here(get("09"))
@@ -131,7 +132,7 @@ def test_wgmma_is_refused_in_one_line_and_shown_recorded(gpu, calls, capsys):
 
 @pytest.mark.parametrize("gpu", ["T4"], indirect=True)
 def test_a_t4_times_only_the_numba_rungs(gpu, calls, capsys):
-    rows = chapter.bench_or_show(["02", "03"], [4096])
+    rows = here_or_recorded.bench_or_show(["02", "03"], [4096])
     out = capsys.readouterr().out
     assert calls == [("bench", ["02"], [4096])]
     assert "measured on Tesla T4, 2026-12-04, written to " in out and verification.refusal_here(get("03")) in out
@@ -141,7 +142,7 @@ def test_a_t4_times_only_the_numba_rungs(gpu, calls, capsys):
 
 def test_without_a_gpu_the_last_rung_is_compiled_for_the_current_target(no_gpu, calls, capsys):
     with target.use(target.named("sm_89")):
-        chapter.run_or_show(["04", "05"], SHAPES, [4096])
+        here_or_recorded.run_or_show(["04", "05"], SHAPES, [4096])
     out = capsys.readouterr().out
     assert calls == []
     sized = [k.name_expression for k in get("05").kernels(target.named("sm_89"))]
@@ -153,7 +154,7 @@ def test_without_a_gpu_the_last_rung_is_compiled_for_the_current_target(no_gpu, 
 
 def test_without_a_gpu_a_rung_the_target_lacks_is_not_compiled(no_gpu, calls, capsys):
     with target.use(target.named("sm_89")):
-        chapter.run_or_show(["07", "09"], SHAPES, [4096])
+        here_or_recorded.run_or_show(["07", "09"], SHAPES, [4096])
     out = capsys.readouterr().out
     assert out.startswith(f"no GPU here: {get('09').refusal(target.named('sm_89'))}; not compiled\n")
     assert "RECORDED on the NVIDIA H200 (" in out and calls == []
@@ -161,7 +162,7 @@ def test_without_a_gpu_a_rung_the_target_lacks_is_not_compiled(no_gpu, calls, ca
 
 @pytest.mark.parametrize("gpu", ["RTX 4090"], indirect=True)
 def test_ceilings_are_measured_on_a_gpu_with_mma_sync(gpu, calls, capsys):
-    assert chapter.ceilings_or_show()["cublas_tflops"] > 0
+    assert roofs.ceilings_or_show()["cublas_tflops"] > 0
     assert calls == [("ceilings",)]
     (path,) = Path("hgemm-results").glob("ceilings_*.json")
     assert capsys.readouterr().out.startswith(f"measured on NVIDIA GeForce RTX 4090, 2026-12-04, written to "
@@ -170,7 +171,7 @@ def test_ceilings_are_measured_on_a_gpu_with_mma_sync(gpu, calls, capsys):
 
 @pytest.mark.parametrize("gpu", ["T4"], indirect=True)
 def test_ceilings_are_shown_recorded_on_a_gpu_without_mma_sync(gpu, calls, capsys):
-    assert chapter.ceilings_or_show() == recorded_ceilings()
+    assert roofs.ceilings_or_show() == recorded_ceilings()
     out = capsys.readouterr().out.splitlines()
     assert calls == []
     assert out[0].startswith("measuring the ceiling chain needs ") and "this Tesla T4 is sm_75" in out[0]
@@ -180,7 +181,7 @@ def test_ceilings_are_shown_recorded_on_a_gpu_without_mma_sync(gpu, calls, capsy
 
 @pytest.mark.parametrize("gpu", ["RTX 4090", "RTX 5080"], indirect=True)
 def test_chapter_08s_experiments_run_only_where_rung_07_does(gpu, calls, capsys):
-    data = chapter.limits_or_show()
+    data = chapter_limits.limits_or_show()
     out = capsys.readouterr().out
     if gpu == "RTX 5080":
         assert calls == [("limits",)] and data == {"fake": True}
@@ -195,7 +196,7 @@ def test_chapter_08s_experiments_run_only_where_rung_07_does(gpu, calls, capsys)
 def test_the_chapters_compile_cells_build_the_h200s_configurations(gpu, capsys):
     from hgemm_course.library.ladder import r07_tma, r09_wgmma
 
-    with chapter.recorded_build() as t:
+    with compiled.recorded_build() as t:
         assert target.current() is t is target.RECORDED
         assert r09_wgmma.kernel().arch == "sm_90a" and r07_tma.kernel().name_expression == get("07").name_expressions[0]
     assert target.current().present
@@ -204,7 +205,7 @@ def test_the_chapters_compile_cells_build_the_h200s_configurations(gpu, capsys):
 
 
 def test_the_compile_cells_say_nothing_where_the_target_is_the_h200s(no_gpu, capsys):
-    with chapter.recorded_build():
+    with compiled.recorded_build():
         pass
     assert capsys.readouterr().out == ""
 
@@ -223,7 +224,7 @@ def fake_compiles(monkeypatch):
 
 
 def test_what_runs_where_matches_each_rungs_refusal(fake_compiles, capsys):
-    rows = chapter.what_runs_where(ARCHES)
+    rows = compiled.what_runs_where(ARCHES)
     out = capsys.readouterr().out
     assert len(rows) == len(ARCHES) * len(registry())
     for row in rows:
@@ -248,21 +249,21 @@ def test_what_runs_where_matches_each_rungs_refusal(fake_compiles, capsys):
 
 
 def test_what_runs_where_sizes_rung_07_for_the_rtx_5080(fake_compiles, capsys):
-    rows = {(r["rung"], r["arch"]): r for r in chapter.what_runs_where(["sm_89", "sm_120"])}
+    rows = {(r["rung"], r["arch"]): r for r in compiled.what_runs_where(["sm_89", "sm_120"])}
     assert rows["07", "sm_89"]["config"] == "needs sm_90" and not rows["07", "sm_89"]["runs"]
     assert rows["07", "sm_120"]["runs"]
     assert rows["07", "sm_120"]["kernels"][0]["smem_dynamic"] <= target.named("sm_120").smem_per_block
 
 
 def test_what_runs_where_compiles_for_real(capsys):
-    rows = chapter.what_runs_where(["sm_89"])
+    rows = compiled.what_runs_where(["sm_89"])
     assert all("error" not in k for r in rows for k in r["kernels"])
     assert {r["rung"] for r in rows if r["runs"]} == {"01", "02", "03", "04", "05", "06"}
     assert all(k["registers"] > 0 for r in rows for k in r["kernels"])
 
 
 def test_tensor_instructions_reads_the_recorded_profiles(capsys):
-    rows = {r["rung"]: r for r in chapter.tensor_instructions(("cublas", "07"), 8192)}
+    rows = {r["rung"]: r for r in profile_tables.tensor_instructions(("cublas", "07"), 8192)}
     assert rows["cublas"]["kernel"].startswith("nvjet_sm90_")
     assert rows["cublas"]["wgmma"] == rows["cublas"]["tensor_instructions"] > 0 and rows["cublas"]["ldmatrix"] == 0
     assert rows["07"]["wgmma"] == 0 and rows["07"]["ldmatrix"] > 0
@@ -274,14 +275,14 @@ def recorded_folder(monkeypatch, tmp_path):
     """The course's results/, moved to a scratch folder, as the site's execution of the chapters writes it."""
     folder = tmp_path / "results"
     monkeypatch.setattr(records, "results_dir", lambda: folder)
-    monkeypatch.setattr(chapter, "results_dir", lambda: folder)
-    monkeypatch.setenv(chapter.RECORD_ENV, "1")
+    monkeypatch.setattr(here_or_recorded, "results_dir", lambda: folder)
+    monkeypatch.setenv(here_or_recorded.RECORD_ENV, "1")
     return folder
 
 
 @pytest.mark.parametrize("gpu", ["H200"], indirect=True)
 def test_the_sites_execution_records_what_a_chapter_measures_in_results(gpu, calls, recorded_folder, capsys):
-    chapter.bench_or_show(["09"], [4096])
+    here_or_recorded.bench_or_show(["09"], [4096])
     out = capsys.readouterr().out
     (path,) = recorded_folder.glob("bench_nvidia-h200_*.json")
     assert out.startswith(f"measured on NVIDIA H200, 2026-12-04, written to results/{path.name}:\n")
@@ -291,7 +292,7 @@ def test_the_sites_execution_records_what_a_chapter_measures_in_results(gpu, cal
 @pytest.mark.parametrize("gpu", ["RTX 4090"], indirect=True)
 def test_the_sites_execution_measures_nothing_it_cannot_record(gpu, calls, recorded_folder):
     with pytest.raises(RuntimeError, match="takes only an H200 run"):
-        chapter.bench_or_show(["05"], [4096])
+        here_or_recorded.bench_or_show(["05"], [4096])
     assert calls == [] and not recorded_folder.exists()
 
 
@@ -305,7 +306,7 @@ def test_a_comparison_measured_here_is_written_and_named(gpu, calls, monkeypatch
     monkeypatch.setattr(timing, "time_paired", lambda *a, **k: NS(fn_ms=[0.9, 0.91, 0.89, 0.9], reference_ms=[1.0] * 4))
     monkeypatch.setattr(timing, "time_with_clock",
                         lambda launch, sets: NS(launches=[NS(cycles=c) for c in (100.0, 101.0, 99.0, 100.0)]))
-    found = chapter.compare_or_show("05", "06", 4096)
+    found = here_or_recorded.compare_or_show("05", "06", 4096)
     out = capsys.readouterr().out
     (path,) = Path("hgemm-results").glob("compare_*.json")
     assert out.startswith(f"measured on NVIDIA GeForce RTX 5080, 2026-12-04, written to {path.resolve()}, "

@@ -3,15 +3,15 @@ from pathlib import Path
 
 import nbformat
 
-from hgemm_course.course import chapter
+from hgemm_course.course import rung_design
 
 CHAPTERS = Path(__file__).resolve().parent.parent / "chapters"
 
 
 def test_size_sweep_of_a_rung_without_super_tiles(capsys):
     """Chapter 06 sweeps rung 05, which has no super tile: its parameters say so instead of failing."""
-    assert chapter.rung_parameters("05")["super tile (SUPER_M x SUPER_N)"] == "-"
-    out = chapter.size_sweep("05", sizes=(4096, 8192))
+    assert rung_design.rung_parameters("05")["super tile (SUPER_M x SUPER_N)"] == "-"
+    out = rung_design.size_sweep("05", sizes=(4096, 8192))
     assert "05" in out and out["05"]["verdicts"] and "SM cycles per 8192^3 of work" in capsys.readouterr().out
 
 

@@ -178,7 +178,7 @@ def test_the_package_top_imports_only_the_library():
 
 
 def test_the_layer_rule_sees_a_climb():
-    assert not _may_import("library", f"{PACKAGE}.course.chapter")
+    assert not _may_import("library", f"{PACKAGE}.course.here_or_recorded")
     assert not _may_import("sim", f"{PACKAGE}.measurement.roofline")
     assert _may_import("library", f"{PACKAGE}.sim.waves")
     assert f"{PACKAGE}.library.plan" in import_graph()[f"{PACKAGE}.library.api"]

@@ -66,8 +66,8 @@ def test_a_missing_results_file_is_found():
 # the toolchain compiles, a learner's exercise is checked, a figure is drawn): a cell with the first and none of the
 # second prints the same on every machine, so nbval compares it with its committed output.
 READS_RECORDS = ("show_recorded", "place_on_ceilings", "model_vs_hardware", "show_limits", "show_tuning",
-                 "tune_verdicts", "profiles_side_by_side", "size_sweep", "tensor_instructions", "show_ablation",
-                 "show_l2_promotion", "ablation.show", "load_runs", "load_records", "recorded_", "cycle_ratios",
+                 "tune_verdicts", "profiles_side_by_side", "size_sweep", "tensor_instructions", "show_l2_promotion",
+                 "ablation.show", "load_runs", "load_records", "recorded_", "cycle_ratios",
                  "clocks_data", "results_dir")
 MACHINE = ("bench_or_show", "run_or_show", "compare_or_show", "ceilings_or_show", "limits_or_show", "time_or_show",
            "verify(", "HAS_GPU", "has_gpu", "machine_report", "check(", "hgemm_course_cli", "recorded_build", "Code(",

@@ -2,7 +2,7 @@
 a chapter's text points to must not flip."""
 import pytest
 
-from hgemm_course.course import chapter
+from hgemm_course.course import ablation, here_or_recorded
 from hgemm_course.measurement import verdict
 
 
@@ -36,20 +36,20 @@ def test_one_measurement_has_no_spread():
 @pytest.fixture
 def recorded_only(monkeypatch):
     """The chapters' comparisons as a machine without a GPU prints them: from the recorded runs."""
-    monkeypatch.setattr(chapter.target, "runnable", lambda: None)
+    monkeypatch.setattr(here_or_recorded.target, "runnable", lambda: None)
 
 
 # The comparisons the chapters' text points to, and the outcome it reads them as.
 @pytest.mark.parametrize("a, b, size, outcome", [("05", "06", 8192, "level"), ("06", "07", 8192, "fewer"),
                                                   ("06", "07", 4096, "fewer"), ("03", "04", 4096, "fewer")])
 def test_the_chapters_rung_comparisons_hold_on_the_recorded_runs(recorded_only, a, b, size, outcome, capsys):
-    (judged,) = chapter.compare_or_show(a, b, size)
+    (judged,) = here_or_recorded.compare_or_show(a, b, size)
     assert judged.outcome == outcome, str(judged)
     assert "RECORDED" in capsys.readouterr().out
 
 
 def test_chapter_04s_steps_pay_as_its_text_reads_them(capsys):
-    outcomes = [judged.outcome for judged in chapter.show_ablation()]
+    outcomes = [judged.outcome for judged in ablation.show()]
     # steps 1-5 and 7 take cycles off; the fourth stage (step 6) does not
     assert outcomes == ["fewer", "fewer", "fewer", "fewer", "fewer", "more", "fewer"]
     out = capsys.readouterr().out
@@ -57,7 +57,7 @@ def test_chapter_04s_steps_pay_as_its_text_reads_them(capsys):
 
 
 def test_chapter_07s_l2_promotion_gains_well_under_the_rtx_5080_posts_2_percent(capsys):
-    judged = {v.b: v for v in chapter.show_l2_promotion()}
+    judged = {v.b: v for v in ablation.show_l2_promotion()}
     assert set(judged) == {"256 B promotion", "128 B promotion"}
     assert all(abs(v.ratio - 1) < 0.015 for v in judged.values())
     assert judged["128 B promotion"].outcome == "level"
@@ -65,7 +65,7 @@ def test_chapter_07s_l2_promotion_gains_well_under_the_rtx_5080_posts_2_percent(
 
 
 def test_the_old_l2_promotion_run_says_it_has_no_spread_to_judge_by(capsys):
-    assert chapter.show_l2_promotion("tuning/2026-12-02/ablate_l2_promotion.json") == []
+    assert ablation.show_l2_promotion("tuning/2026-12-02/ablate_l2_promotion.json") == []
     assert "no spread" in capsys.readouterr().out
 
 

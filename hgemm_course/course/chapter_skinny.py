@@ -1,11 +1,14 @@
 """Chapter 13's tables cut to the rows that teach, each idea once: the memory roof at a few shapes (the summary over
 every shape of the sweep), split-K's families at a few shapes of the probe, swap-AB's count of the wgmma rows a small
 M fills with and without the swap beside cuBLASLt's tiles read from its kernels' names, and the host's time per call
-of the shortest kernels. Built on :mod:`hgemm_course.course.small_skinny`; functions print and return data.
+of the shortest kernels; and gemm() timed here on a GPU that runs it, or its recorded rows (:func:`time_or_show`).
+Built on :mod:`hgemm_course.course.small_skinny` and :mod:`hgemm_course.course.small_skinny_profiles`; functions
+print and return data.
 """
 from __future__ import annotations
 
 from . import small_skinny as ss
+from .small_skinny_profiles import profile_pairs
 
 WGMMA_M = 64            # the rows of one wgmma product: its M side is fixed; its N side runs from 8 to 256 in steps of 8
 WGMMA_N_STEP = 8
@@ -62,9 +65,9 @@ def show_swap_count(ms=(16, 32, 48, 64, 128)) -> list[dict]:
 
 
 def show_vendor_tiles(shapes) -> list[dict]:
-    """At each of ``shapes`` with both profiles recorded (:func:`small_skinny.profile_pairs`): gemm()'s kernel and
+    """At each of ``shapes`` with both profiles recorded (:func:`small_skinny_profiles.profile_pairs`): gemm()'s kernel and
     tile of C, cuBLASLt's kernel and the tile of C its name gives, and each one's SM cycles and clock."""
-    pairs = ss.profile_pairs(shapes)
+    pairs = profile_pairs(shapes)
     print(f"{'M x N x K':>15}  {'gemm() tile':>11} {'kcycles':>8} {'MHz':>5}   {'cuBLASLt kernel':<48} {'tile of C':>9} "
           f"{'kcycles':>8} {'MHz':>5}")
     for p in pairs:
@@ -87,3 +90,48 @@ def show_host(records: list[dict], below_us: float) -> dict:
           f"median host time per call gemm(out=) {h['host_us']:.1f} us, the vendor {h['vendor_host_us']:.1f} us; "
           f"unqueued, gemm() takes less time per call than the vendor at {h['paced_ahead']}")
     return h
+
+
+# ---------------------------------------------------------------- run here, or show the recorded rows
+
+def time_here(shapes) -> dict:
+    """On a GPU that runs gemm()'s plan (wgmma): verify and time ``gemm(a, b, out=c)`` at ``shapes`` against the
+    faster vendor library in this process (``hgemm-course bench plan``'s way:
+    :func:`hgemm_course.measurement.commands.checked_rungs` and :func:`hgemm_course.measurement.bench.bench`), written
+    (:func:`hgemm_course.course.here_or_recorded.measurement_folder`). Returns ``{"label"`` (the GPU, date and file),
+    ``"records"}``."""
+    from ..library import target
+    from ..measurement.bench import bench
+    from ..measurement.commands import checked_rungs
+    from ..measurement.records import write_run
+    from .here_or_recorded import measured_label, measurement_folder
+
+    shapes = [tuple(s) for s in shapes]
+    folder = measurement_folder()
+    records = [r.as_dict() for r in bench(checked_rungs(["plan"], shapes), shapes, progress=False)]
+    return {"label": measured_label(target.runnable(), write_run(records, folder=folder)), "records": records}
+
+
+def time_or_show(shapes, sweep: dict) -> list[dict]:
+    """On a GPU that runs gemm()'s plan: :func:`time_here`, printed under its label. Elsewhere, the one line that says
+    why (on a GPU) and the recorded H200 rows of those shapes from ``sweep``
+    (:func:`hgemm_course.viz.vendor_sweep.vendor_sweep_data`). Returns the rows printed."""
+    from ..library import target
+    from ..library.plan import planned_rung
+    from ..measurement.bench import format_table
+    from ..measurement.verification import refusal_here
+
+    shapes = [tuple(s) for s in shapes]
+    here = target.runnable()
+    why = None if here is None else refusal_here(planned_rung())
+    if here is not None and why is None:
+        measured = time_here(shapes)
+        print(f"{measured['label']}:")
+        print(format_table(measured["records"]))
+        return measured["records"]
+    if why is not None:
+        print(why)
+    rows = [sweep["records"][sweep["shapes"].index(s)] for s in shapes if s in sweep["shapes"]]
+    print(f"RECORDED on the {sweep['gpu']} ({sweep['file']}, `hgemm-course bench plan`):")
+    print(format_table(rows))
+    return rows

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from ..measurement import verdict
-from .chapter import HOLD_SINCE, with_samples
+from .stretch import HOLD_SINCE, with_samples
 from ..library.paths import results_dir
 from ..measurement.records import load_records
 
@@ -131,19 +131,20 @@ def show_fixup_cost(folder=None) -> dict:
 
 def run_or_show_cycles(rung_a: str, rung_b: str, shapes, sizes=(4096, 8192)) -> list:
     """Chapter 12's "run it": on a GPU that runs both rungs, verify ``rung_b`` on ``shapes`` and time both at ``sizes``
-    (:func:`hgemm_course.course.chapter.run_or_show`, one stretch per table), then the verdicts measured here
-    (:func:`hgemm_course.course.chapter.compare_or_show`); elsewhere, ``rung_b``'s compile report and the recorded cycles of
+    (:func:`hgemm_course.course.here_or_recorded.run_or_show`, one stretch per table), then the verdicts measured here
+    (:func:`hgemm_course.course.here_or_recorded.compare_or_show`); elsewhere, ``rung_b``'s compile report and the recorded cycles of
     both from one run (:func:`show_cycles`). Returns the verdicts."""
-    from . import chapter
+    from .compiled import compile_report
+    from .here_or_recorded import compare_or_show, run_or_show
     from ..library import target
     from ..measurement import verification
     from ..library.ladder import get
 
     if target.runnable() is not None and all(verification.refusal_here(get(r)) is None for r in (rung_a, rung_b)):
-        chapter.run_or_show([rung_a, rung_b], shapes, list(sizes), one_stretch=True)
-        return [v for n in sizes for v in chapter.compare_or_show(rung_a, rung_b, n)]
+        run_or_show([rung_a, rung_b], shapes, list(sizes), one_stretch=True)
+        return [v for n in sizes for v in compare_or_show(rung_a, rung_b, n)]
     print("no GPU here:", end=" ")
-    chapter.compile_report(rung_b, target.current())
+    compile_report(rung_b, target.current())
     return show_cycles(rung_a, rung_b, sizes)
 
 

@@ -4,7 +4,7 @@
 
 Each executed copy goes to DIR with the same name; a cell that raises stops that
 notebook and the exit status says so. What a chapter measures is recorded in the course's results/
-(:data:`hgemm_course.course.chapter.RECORD_ENV`), so that every figure the site publishes as measured has its
+(:data:`hgemm_course.course.here_or_recorded.RECORD_ENV`), so that every figure the site publishes as measured has its
 run file; on a machine that cannot record (not an H200, provenance incomplete) such a cell stops.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from .book import appendices, chapters
-from .chapter import RECORD_ENV
+from .book_site import appendices, chapters
+from .here_or_recorded import RECORD_ENV
 
 
 def main() -> int:
