@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from hgemm_course.library.paths import raw_dir
-from hgemm_course.measurement import profile, records, timing, vendors, verification
+from hgemm_course.measurement import ncu, profile, records, timing, vendors, verification
 from hgemm_course.library.ladder import r03_wmma, r04_mma_sync
 from hgemm_course.library.ladder.nvrtc_kernel import launched_kernel
 
@@ -51,10 +51,10 @@ CLOCK_LINE = "    const CtaClock cta_clock;  // the timing build logs this CTA's
 BURST = (("constexpr int COPY_PARTS = K_STEPS - 1;", "constexpr int COPY_PARTS = 1;"),
          ("if (next < k_tiles) load_tile(next % STAGES, next, kk);",
           "if (next < k_tiles && kk == 0) load_tile(next % STAGES, next, 0);"))
-NCU_METRICS = (profile.SM_CLOCK, "sm__cycles_elapsed.max", profile.TENSOR_PIPE_ACTIVE,
-               profile.SCALAR_METRICS["issue_active_pct"], profile.SCALAR_METRICS["duration_ns"],
-               *(profile.STALL_METRIC.format(r) for r in ("long_scoreboard", "barrier", "short_scoreboard",
-                                                          "mio_throttle", "math_pipe_throttle", "wait")))
+NCU_METRICS = (ncu.SM_CLOCK, "sm__cycles_elapsed.max", ncu.TENSOR_PIPE_ACTIVE,
+               ncu.SCALAR_METRICS["issue_active_pct"], ncu.SCALAR_METRICS["duration_ns"],
+               *(ncu.STALL_METRIC.format(r) for r in ("long_scoreboard", "barrier", "short_scoreboard",
+                                                      "mio_throttle", "math_pipe_throttle", "wait")))
 
 
 def historical_source(commit: str, name: str, edits=()) -> Path:

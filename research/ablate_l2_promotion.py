@@ -26,9 +26,9 @@ from hgemm_course.measurement import ncu as ncu_csv, profile, records, timing, v
 from hgemm_course.library.ladder import r07_tma
 
 PROMOTIONS = (256, 128, 0)
-NCU_METRICS = (profile.SM_CLOCK, "sm__cycles_elapsed.max", "dram__bytes_read.sum", "lts__t_sector_hit_rate.pct",
+NCU_METRICS = (ncu_csv.SM_CLOCK, "sm__cycles_elapsed.max", "dram__bytes_read.sum", "lts__t_sector_hit_rate.pct",
                "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_requests_srcunit_tex_op_read.sum",
-               profile.SCALAR_METRICS["duration_ns"])
+               ncu_csv.SCALAR_METRICS["duration_ns"])
 
 
 def launch_with(promotion: int):

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hgemm_course.library.paths import raw_dir  # noqa: E402
-from hgemm_course.measurement import profile, records  # noqa: E402
+from hgemm_course.measurement import profile, profile_target, records  # noqa: E402
 
 # (kind, SASS opcode pattern), first match wins; the opcode is the instruction's first word with its modifiers
 INSTRUCTION_KINDS = (
@@ -130,7 +130,7 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def profile_sites(target: str, M: int, N: int, K: int, ncu: str, keep: Path) -> dict:
-    rung, overrides, kernel = profile.launch_config(target, M, N, K)
+    rung, overrides, kernel = profile_target.launch_config(target, M, N, K)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "unused.csv"
         command = profile.ncu_command(ncu, rung, M, N, K, overrides, kernel, log)
@@ -144,7 +144,7 @@ def profile_sites(target: str, M: int, N: int, K: int, ncu: str, keep: Path) -> 
         report = Path(tmp) / "sites"
         run = subprocess.run([*head, "--section", "SourceCounters", "-o", str(report), *child],
                              capture_output=True, text=True, timeout=300)
-        if run.returncode or profile.VERIFIED not in run.stdout:
+        if run.returncode or profile_target.VERIFIED not in run.stdout:
             raise RuntimeError(f"ncu failed on {target} {M}x{N}x{K}: {(run.stdout + run.stderr)[-600:]}")
         page = subprocess.run([ncu, "-i", f"{report}.ncu-rep", "--page", "source", "--csv", "--print-source", "sass"],
                               capture_output=True, text=True, timeout=300)
