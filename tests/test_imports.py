@@ -20,7 +20,7 @@ PACKAGE = PACKAGE_DIR.name
 # what each lower half may import of the package; the course's halves (course/, viz/, check/) may import anything
 MAY_IMPORT = {
     "library": ("library", "sim"),
-    "sim": ("sim", "library.target", "library.geometry", "library.device", "library.toolchain", "library.errors"),
+    "sim": ("sim", "library.target", "library.geometry", "library.plan_constants", "library.device", "library.toolchain", "library.errors"),
     "measurement": ("library", "sim", "measurement"),
 }
 # what draws or runs notebooks: the course's, never the library's or measurement's

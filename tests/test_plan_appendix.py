@@ -13,21 +13,47 @@ from hgemm_course.library.plan import plan
 needs_checkout = pytest.mark.skipif(REPO_ROOT is None, reason="installed from a wheel: no chapters/ or results/")
 
 
-def test_every_constant_shows_the_value_the_code_holds_and_names_runs_that_exist():
-    import hgemm_course.library.plan as plan_module
-    from hgemm_course.sim import waves
+def test_every_constant_is_the_value_its_module_holds_and_is_listed():
+    from importlib import import_module
 
-    assert plan_tables.Constant("library.plan", "SMALL_TILE_SPEED", "fit", "", "").value == plan_module.SMALL_TILE_SPEED
-    assert plan_tables.Constant("sim.waves", "DP_MARGIN", "margin", "", "").value == waves.DP_MARGIN
     text = plan_tables.format_constants()
     for c in plan_tables.CONSTANTS:
-        assert c.kind in ("fit", "margin", "choice")
+        assert getattr(import_module(f"hgemm_course.{c.module}"), c.name) == c.value, c.name
         assert f"{c.module}.{c.name} = {c.value}  (" in text
     # the speeds and margins the plan weighs its choices with are all listed
     weighed = {"SMALL_TILE_SPEED", "SMALL_TILE_MARGIN", "SMALL_TILE_UNALIGNED_SPEED", "NARROW_TILE_SPEED",
                "NARROW_TILE_UNALIGNED_SPEED", "NARROW_SUPER_L2_SHARE", "LARGE_B_SUPER_MARGIN", "FITTED_SK_ITER_COST",
-               "FITTED_FIXUP_ITERS", "DP_MARGIN"}
+               "FITTED_FIXUP_ITERS", "DP_MARGIN", "ROW64_ITER_NS", "SPLIT_FIXUP_NS", "APART_NS", "APART_ITER_NS"}
     assert weighed <= {c.name for c in plan_tables.CONSTANTS}
+
+
+@needs_checkout
+def test_every_constant_names_tests_that_exist_and_every_fit_a_test_that_derives_it():
+    """Each constant's tested_by names test functions that are in the tests; a fit's tests read a record of
+    results/ (they derive the value from the runs, not only hold the plan to it)."""
+    for c in plan_tables.CONSTANTS:
+        assert c.tested_by, c.name
+        for ref in c.tested_by:
+            path, test = ref.split("::")
+            source = (REPO_ROOT / path).read_text()
+            assert re.search(rf"^def {test}\(", source, re.M), ref
+        if c.kind == "fit":
+            assert any("results" in (REPO_ROOT / ref.split("::")[0]).read_text() for ref in c.tested_by), c.name
+
+
+def test_a_constant_of_an_unknown_kind_is_refused(tmp_path, monkeypatch):
+    from hgemm_course.library import plan_constants
+
+    bad = tmp_path / "plan_constants.toml"
+    bad.write_text('[X]\nmodule = "library.plan"\nvalue = 1\nkind = "guess"\nsets = ""\nfrom = ""\n'
+                   'evidence = ""\ntested_by = []\n')
+    monkeypatch.setattr(plan_constants, "DATA", bad)
+    plan_constants.constants.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="X has kind 'guess'"):
+            plan_constants.constants()
+    finally:
+        plan_constants.constants.cache_clear()
 
 
 @needs_checkout

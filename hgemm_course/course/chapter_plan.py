@@ -67,5 +67,6 @@ def show_constants(constants=plan_tables.CONSTANTS) -> dict[str, list[str]]:
     label = {"fit": "fitted to timings", "margin": "margins judged from timings", "choice": "settings chosen from timings"}
     for kind, names in kinds.items():
         print(f"{len(names):>2} {label[kind]}: {', '.join(names)}")
-    print("each is listed with the H200 runs it came from in hgemm_course/course/plan_tables.py (CONSTANTS)")
+    print("each is listed with the H200 runs it came from, and the tests that derive it again, in "
+          "hgemm_course/library/plan_constants.toml")
     return kinds

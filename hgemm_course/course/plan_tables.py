@@ -9,115 +9,17 @@ data; the ``format_*`` twins print it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from importlib import import_module
 from statistics import median
 
+from ..library import plan_constants
 from ..library.paths import REPO_ROOT
 
 UNITS = 66        # the H200's clusters of two CTAs: every recorded run is the H200's
 TILE_PROBE_DIR = Path("results") / "probes" / "tile_probe"     # under the repository: research/tile_probe.py's reports
 
 
-@dataclass(frozen=True)
-class Constant:
-    """One number of the plan's model that came from H200 timings rather than from the hardware's rules."""
-
-    module: str         # where it lives, under hgemm_course
-    name: str
-    kind: str           # "fit": a value fitted to timings; "margin": a threshold judged from them; "choice": a setting
-    sets: str           # what it decides in the plan
-    fitted_on: str      # the H200 timings behind it: which shapes, which records
-
-    @property
-    def value(self):
-        return getattr(import_module(f"hgemm_course.{self.module}"), self.name)
-
-
-CONSTANTS = (
-    Constant("sim.waves", "FITTED_SK_ITER_COST", "fit",
-             "the time of a stream-K K-iteration, in data-parallel ones",
-             "grid search (research/fit_streamk_model.py) over rung 11 and rung 12's sk_waves variants at six shapes, "
-             "results/probes/streamk_probe/streamk_probe_nvidia-h200_20261201.json"),
-    Constant("sim.waves", "FITTED_FIXUP_ITERS", "fit",
-             "the time of a fix-up, in K-iterations (the bytes of a partial tile give 2.7)",
-             "the same grid search, the same six shapes"),
-    Constant("sim.waves", "DP_MARGIN", "margin",
-             "how much busier rung 12 must be than rung 11 for the plan to take it",
-             "twelve shapes where the model gives rung 12 1.1-2.0%: it led on eight, trailed on four, "
-             "results/bench_nvidia-h200_20261201T153405_344a50.json"),
-    Constant("library.plan", "ONE_WAVE_CLUSTER_M", "choice",
-             "rung 11's CTAs per cluster when its tiles are at most one wave",
-             "four shapes, without clusters as fast or faster, results/tune_nvidia-h200_20261201T142435_6f0d08.json"),
-    Constant("library.plan", "SMALL_TILE_SPEED", "fit",
-             "128x128 tiles' speed per FLOP against 128x256 tiles",
-             "0.94-0.97 where both fill their waves from K = 4096 up, 0.88 at 16384x16384x1024, "
-             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T165425.json"),
-    Constant("library.plan", "SMALL_TILE_MARGIN", "margin",
-             "how much busier the 128x128 tiles must be than rung 11's 128x256 tiles",
-             "twelve shapes where the waves count gave them 1.13-1.41x and the H200 1.03-1.30x, "
-             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T165313.json and T165425.json"),
-    Constant("library.plan", "SMALL_TILE_UNALIGNED_SPEED", "fit",
-             "the 128x128 tiles' charge per operand whose rows are off 128-byte boundaries",
-             "four shapes against aligned neighbours: 0.77 with A's rows off, 0.51-0.64 with both, "
-             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T191335_6e60e9.json"),
-    Constant("library.plan", "NARROW_TILE_SPEED", "fit",
-             "128x64 tiles' speed per FLOP against 128x256 tiles (the median)",
-             "five shapes, 0.53-0.59, results/probes/tile_probe/tile_probe_nvidia-h200_20261201T220632_2d96b7.json and "
-             "T221110_b57063.json"),
-    Constant("library.plan", "NARROW_TILE_UNALIGNED_SPEED", "fit",
-             "the 128x64 tiles' charge per operand whose rows are off 128-byte boundaries",
-             "one shape, 1000^3, in the same two probes: a rough figure"),
-    Constant("library.plan", "NARROW_TILE_STAGES", "choice",
-             "the 128x64 tiles' ring depth (210 KiB of shared memory)",
-             "cuBLAS's kernel at 1024^3 by its name in Nsight Compute; timed in the same two probes"),
-    Constant("library.plan", "NARROW_SUPER_L2_SHARE", "margin",
-             "super tiles one cluster tile wide only where B takes at most this share of the L2",
-             "six shapes: they led rung 12 by 6.6-7.3 points where B was 9-16 MB and by 0.4-1.6 where it was "
-             "83-108 MB, results/probes/tile_probe/tile_probe_nvidia-h200_20261201T182855_22b34d.json"),
-    Constant("library.plan", "ROW64_ITER_NS", "fit",
-             "one k-iteration of each smaller tile (and of 128x256 and 128x192), ns, with every CTA busy: the smaller "
-             "tiles' time in the model",
-             "the median over the shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of "
-             "time / (waves x k-iterations); 128x256 from rung 11 at 4096^3 there; 128x192 over the ten one-wave "
-             "shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json"),
-    Constant("library.plan", "ROW64_MARGIN", "margin",
-             "how much faster than the plan's choice the smaller or wider tiles must be in the model",
-             "the same probe: the model's ranking against the timings (tests/test_plan_row64.py)"),
-    Constant("library.plan", "ROW64_MIN_SHARE", "margin",
-             "rung 12's split credited only where each CTA gets this many k-iterations or more",
-             "the same probe: below it rung 12 read 14-62% of the faster vendor library at every such shape"),
-    Constant("library.plan", "ROW64_UNALIGNED_SPEED", "fit",
-             "the smaller tiles' charge per operand whose rows are off 128-byte boundaries",
-             "1000^3 against 1024^3 in the same probe (median over four tiles); 0.88 over three pairs of twins in "
-             "results/tuning/2026-12-03/misaligned/vendor_probe_20261203T124356.json"),
-    Constant("library.plan", "SPLIT_FIXUP_NS", "fit",
-             "the owners' fix-up per piece of a tile cut by K, ns",
-             "the same probe: the median over the shapes with fewer such tiles than SMs"),
-    Constant("library.plan", "SPLIT_MIN_PIECES", "margin",
-             "a split weighed only where each tile falls into this many pieces or more",
-             "the same probe: with two or three pieces rung 12 read 52-71%, below what the plan ran"),
-    Constant("library.plan", "APART_NS", "fit",
-             "split apart's fixed cost per launch, ns: the intercept of its time against its busiest CTA's k-iterations",
-             "a least-squares line per tile over the shapes of "
-             "results/tuning/2026-12-03/split_apart_one_kernel/vendor_probe_20261203T155139.json where each tile falls "
-             "into two pieces or more"),
-    Constant("library.plan", "APART_ITER_NS", "fit",
-             "split apart's cost per k-iteration of its busiest CTA, ns: the slope of the same line",
-             "the same probe and line"),
-    Constant("library.plan", "APART_MIN_PIECES", "margin",
-             "split apart weighed only where each tile falls into this many pieces or more",
-             "the same probe: two pieces of each 128x128 tile read 108% at 128x8192x28672"),
-    Constant("library.plan", "APART_OVER_STREAMK", "margin",
-             "how much slower than rung 12's stream-K in one wave split apart may be in the model and still be taken",
-             "the same probe: at both such shapes split apart read 18-25 points more, where the model put it 7% "
-             "faster and 3% slower"),
-    Constant("library.plan", "LARGE_B_SUPER_MARGIN", "margin",
-             "where B outgrows the L2, how much busier another super tile must walk than 16x2",
-             "a 4% gain that did not show (8676x11064x5256) and a 12% one that did (6997x10040x4112), then ten shapes, "
-             "results/probes/tile_probe/tile_probe_nvidia-h200_20261201T180337_cacadf.json and T193704_26723e.json"),
-)
+CONSTANTS = plan_constants.constants()     # library/plan_constants.toml
 
 
 def format_constants(constants=CONSTANTS) -> str:

@@ -9,7 +9,8 @@ choice makes on this GPU's SMs, in K-iterations, with a fix-up charged per split
 only where its predicted busy fraction beats rung 11's by more than the model's margin, and rung 11's smaller
 tiles only where they beat both. The recorded H200 runs check the model (``tests/test_streamk.py``): where it
 picks one rung, that rung was not measurably the slower one. Appendix A1 (``chapters/A1_plan.ipynb``, through
-:mod:`hgemm_course.course.plan_tables`) lists every fitted constant below with the runs it came from.
+:mod:`hgemm_course.course.plan_tables`) lists every fitted constant, read from ``plan_constants.toml`` with the runs
+it came from.
 """
 from __future__ import annotations
 
@@ -18,18 +19,15 @@ from functools import lru_cache, partial
 from numbers import Integral
 from typing import Callable
 
-# Rung 11 pairs its CTAs in clusters that share B by multicast. With at most one wave of CTA tiles every CTA
-# computes one tile, and there the H200 ran rung 11 without clusters as fast or faster, timed in pairs with
-# cuBLAS (results/tune_nvidia-h200_20261201T142435_6f0d08.json, without / with clusters: 1024^3 66.1% / 59.7%,
-# 2048^3 110.0% / 96.0%, 2048x2048x8192 100.1% / 98.9%, 1024x4096x2048 61.2% / 61.7%) and in SM cycles
-# (2048^3: 43.2 k / 44.9 k, cuBLAS 43.5 k; results/profiles). Past one wave the two are within what repeated
-# runs of one kernel differ by: without clusters took 0.5-0.9% fewer SM cycles at 4096^3, 8192^3 and
-# 8192 x 8192 x 2048 and 0.25% more at 16384 x 16384 x 1024 (results/profiles T1556* and T1654*), and timed
-# in turn with the pairs, three rounds at seven shapes, it read 0.2 lower to 2.5 points higher in the second
-# and third rounds, median 0.4 (results/ablations/rung11_clusters_h200_20261201; the first round, timed right
-# after each shape's inputs were made, before the card settled (timing.settle), spread -6.5 to +0.3). So
-# past one wave the rung keeps the clusters chapter 11 builds.
-ONE_WAVE_CLUSTER_M = 1
+from .plan_constants import value as fitted
+
+# The numbers below that came from H200 timings are read from plan_constants.toml, which holds, for each, the runs
+# it came from, what they showed and the tests that derive it again. The comments here say why each exists.
+
+# Rung 11 pairs its CTAs in clusters that share B by multicast. With at most one wave of tiles, CTAs without
+# clusters measured as fast as pairs or faster, so there the plan runs rung 11 without them; past one wave the two
+# measured within what repeated runs differ by, and the plan keeps the clusters chapter 11 builds.
+ONE_WAVE_CLUSTER_M = fitted("ONE_WAVE_CLUSTER_M")
 # With every tile in the one wave, all of them run at once and their launch order buys no reuse in L2. Rung 06's
 # super tiles of 16 tile rows then only leave gaps: on a grid of 8 tile rows half the launch positions lie past
 # the edge, so some CTAs walk two tiles while others have none (at 1024 x 4096 x 2048, 128 tiles on 132 SMs,
@@ -39,158 +37,82 @@ ONE_WAVE_SUPER = (1, 1)
 # whole number of super tiles: at 7168 x 7168 (56 rows of 128 x 256 tiles, 28 of cluster tiles) the last band of
 # 16 holds 12 and some clusters walk 14 tiles while others walk 10. Shorter super tiles waste fewer positions, so
 # the plan gives rung 11's 128 x 256 tiles the first of RUNG11_SUPERS (the tallest and widest first) whose walk
-# the model finds busiest. On the H200, timed in pairs with cuBLAS over two rounds
-# (results/tile_probe_nvidia-h200_20261201T180119_e5c91a.json and T180337_cacadf.json), the super tile the plan
-# takes against 16x2: 7168 x 7168 x 2048 102% / 90%, 4608 x 2304 x
-# 1536 84% / 67%, 1475 x 5376 x 3064 97% / 69%, 2176 x 2944 x 1024 83% / 62%, 13312 x 5120 x 1024 107% / 102%,
-# and 0-14 points above rung 12 there; at 8676 x 11064 x 5256 the model's 4% gain did not show (97.4% / 97.5%,
-# rung 12 99.5%). At 4096^3 and 8192^3, where 16 rows divide the grid, 8x2 and 4x2 read within a point or two
-# of 16x2, so the shorter tiles cost nothing measurable in L2.
-# Super tiles two cluster tiles wide also leave the last column of positions empty where the grid's columns are
-# odd: at 6400 x 3200 x 1600 (25 x 13 cluster tiles) 16x2 walks 448 positions for 325 tiles, while 2x1 (one
-# cluster tile: rung 06's order degenerates to row-major) walks exactly 325. Timed once in pairs with cuBLAS at
-# six such shapes (results/tile_probe_nvidia-h200_20261201T182855_22b34d.json), 2x1 read 94.5-102.4% where the
-# plan's rung 12 read 91.5-96.3% (+0.4 to +7.3 points); there 8x1 was 6-15 points below 2x1 except at 9216 x
-# 2304 x 2048 (100.7%, 101.5%), where the model finds it as busy. But one cluster tile wide, the clusters running
-# at once lie along rows of C, and each row band reads all of B: that should pay only while B stays in L2 (a
-# hypothesis the timings below agree with; no DRAM counters were taken). Where B was
-# 9-16 MB, 2x1 led rung 12 by 6.6-7.3 points in the probe, and the plan on those super tiles read 99.0-102.1% in a
-# later bench where rung 12 had read 91.1-101.0% in an earlier one (four shapes, B up to 26 MB;
-# results/bench_nvidia-h200_20261201T182945_14ca86.json, T180524_7e447a); where B was 83-108 MB (three shapes,
-# K 5472-7768), 2x1 led by 0.4-1.6 points in the probe and read 91-92% in the bench. So the
-# plan takes super tiles one cluster tile wide only where B takes at most NARROW_SUPER_L2_SHARE of the L2.
-# Where B outgrows the L2 even super tiles two cluster tiles wide cost DRAM traffic: each band of SUPER_M tile rows
-# reads all of B again, so B is read about ceil(grid_m / SUPER_M) times. At 8676 x 11064 x 5256 (B 116 MB) Nsight
-# Compute counted 3.04 GB read from DRAM on 4x2 against 1.86 GB on 16x2 (that count predicts 1.4 GB more; cuBLAS
-# read 1.11 GB; results/profiles T193358, T193403, T193421). 4x2 took fewer SM cycles than 16x2 (2.124 M against
-# 2.168 M) but ran at a lower clock (1321 MHz in its profile, 16x2 1395, cuBLAS 1447), and read 88-95% of cuBLAS
-# in time where rung 12 on 16x2 read 99-101%; that the extra DRAM traffic costs clock through power is a
-# hypothesis. So where B does not fit in the L2, the plan takes another super tile
-# than the first of the list only where its walk gains more than LARGE_B_SUPER_MARGIN; at 6997 x 10040 x 4112 8x2
-# gains 12% and read 104% of cuBLAS against 16x2's 93%. Timed at ten shapes where the margin turns the plan from
-# 4x2 or 8x2 to rung 12, two rounds each (results/tile_probe_nvidia-h200_20261201T193704_26723e.json), rung 12 by
-# the median of its four timings gained 5.4 and 2.7 points at 8676 x 11064 x 5256 and 7458 x 8624 x 4040 and was
-# within 1.5 points either way at the other eight.
-RUNG11_SUPERS = ((16, 2), (8, 2), (4, 2), (8, 1), (2, 1))
-NARROW_SUPER_L2_SHARE = 0.5
-LARGE_B_SUPER_MARGIN = 0.10
+# the model finds busiest. Super tiles two cluster tiles wide also leave the last column of positions empty where
+# the grid's columns are odd (at 6400 x 3200 x 1600, 25 x 13 cluster tiles, 16x2 walks 448 positions for 325
+# tiles; 2x1, rung 06's order degenerated to row-major, walks exactly 325). But one cluster tile wide, the clusters
+# running at once lie along rows of C and each row band reads all of B: that should pay only while B stays in L2,
+# so those are taken only where B takes at most NARROW_SUPER_L2_SHARE of it. Where B outgrows the L2 even super
+# tiles two cluster tiles wide cost DRAM traffic, since each band of SUPER_M tile rows reads all of B again: there
+# another super tile than the first must walk LARGE_B_SUPER_MARGIN busier.
+RUNG11_SUPERS = fitted("RUNG11_SUPERS")
+NARROW_SUPER_L2_SHARE = fitted("NARROW_SUPER_L2_SHARE")
+LARGE_B_SUPER_MARGIN = fitted("LARGE_B_SUPER_MARGIN")
 # Rung 11's smaller tiles, for shapes whose 128 x 256 tiles leave most of a wave empty: twice the tiles, each
-# half the work, so the waves fill better. Per FLOP they are slower: where both sizes fill their waves alike,
-# 128 x 128 tiles with 4 stages timed 0.94-0.97 times the speed of 128 x 256 from K = 4096 up, and 0.88 at
-# 16384 x 16384 x 1024 (results/tile_probe_nvidia-h200_20261201T165425.json); SMALL_TILE_SPEED charges that.
-# The waves count overstates what smaller tiles gain: on the twelve probed shapes where it predicted 1.13-1.41
-# times rung 11's speed, the H200 measured 1.03-1.30 (with 4 or 6 stages), and 0.97-1.00 on the three where it
-# predicted 1.05-1.07; so the plan takes them only past SMALL_TILE_MARGIN.
+# half the work, so the waves fill better. Per FLOP they are slower (SMALL_TILE_SPEED charges that), and the waves
+# count overstates what they gain, so the plan takes them only past SMALL_TILE_MARGIN.
 SMALL_TILES = (128, 128)
-SMALL_TILE_SPEED = 0.94
-SMALL_TILE_MARGIN = 0.10
-# Where the rows of A or B do not start on 128-byte boundaries (K or N not a multiple of 64 halves), the small
-# tiles slow down far more than the big ones. Timed in pairs with cuBLAS at four shapes and at the nearest shape
-# whose rows are aligned (results/tile_probe_nvidia-h200_20261201T191335_6e60e9.json, two rounds), the small
-# tiles kept 0.77 of their aligned speed with A's rows off (4379 x 3776 x 1800 against x 1792) and 0.51-0.64
-# with both off (3950 x 2120 x 4200, 6111 x 1384 x 7176, 2209 x 2360 x 1256), while rung 11 and 12's 128 x 256
-# tiles kept 0.85-1.00. Nsight Compute counts why (results/ablations/misaligned_rows_h200_20261201): on aligned
-# rows each of TMA's L2 requests carries a whole 128-byte line, off the boundaries a line is split over two or
-# three, and the small tiles, which without clusters ask for twice the boxes of A and B per FLOP, made 3.3 times
-# the requests at 3950 x 2120 x 4200 that they made at 3950 x 2176 x 4224 and took 2.1 times the SM cycles (the
-# big tiles: 2.3 times, 1.06 times). The plan charges SMALL_TILE_UNALIGNED_SPEED per operand whose rows are off
-# (0.77 x 0.77 = 0.59 for both). Clusters of two sharing B do not rescue them: at six such shapes the small tiles
-# read 54-72% of cuBLAS with clusters and 48-66% without, where the plan read 72-93%
-# (results/tile_probe_nvidia-h200_20261201T211607_b7f0e8.json, one round).
+SMALL_TILE_SPEED = fitted("SMALL_TILE_SPEED")
+SMALL_TILE_MARGIN = fitted("SMALL_TILE_MARGIN")
+# Where the rows of A or B do not start on 128-byte boundaries (K or N not a multiple of 64 halves), each of TMA's
+# L2 requests no longer carries a whole line, and the small tiles, which without clusters ask for twice the boxes
+# of A and B per FLOP, slow down far more than the big ones. The plan charges SMALL_TILE_UNALIGNED_SPEED per
+# operand whose rows are off.
 ROW_ALIGN_BYTES = 128
-SMALL_TILE_UNALIGNED_SPEED = 0.77
+SMALL_TILE_UNALIGNED_SPEED = fitted("SMALL_TILE_UNALIGNED_SPEED")
 # The small tiles run without clusters, so one tile column is their narrowest super tile, and 1x1 (row-major
 # order) numbers every tile without a gap: their super tile is picked as rung 11's is, from these.
 SMALL_TILE_SUPERS = RUNG11_SUPERS + ((1, 1),)
-# Rung 11's narrowest tiles, 128 x 64 with 8 stages (cuBLAS's tile at 1024^3, by its kernel's name in Nsight Compute),
-# for products so small that even the 128 x 128 tiles fill at most about half a wave. Timed in pairs with cuBLAS,
-# two rounds each, on 1x1 super tiles without clusters (results/tile_probe_nvidia-h200_20261201T220632_2d96b7.json
-# and T221110_b57063.json): at 1024^3, where they fill 97% of a wave and the 128 x 128 tiles 48%, they read
-# 89.6-94.9% of cuBLAS against the 128 x 128 tiles' 74.9-82.8% (with 4 stages, 80-86%); at 1024 x 1024 x 4096,
-# 640 x 1536 x 2048, 768^3 and 512 x 2048 x 1024 they led the 128 x 128 tiles by 9-18 points (medians). Set against the
-# small tiles' timings at those five shapes, their speed per FLOP is 0.53-0.59 of the big tiles' (median
-# NARROW_TILE_SPEED). At the seven other shapes timed, where the 128 x 128 tiles fill half a wave or more, they
-# read 0-25 points below the plan (medians); the model, charged that speed, takes none of them. Rows off 128-byte
-# boundaries cost them more than the small tiles: at 1000^3, A's and B's rows both off, they read 67.5-71.1% where
-# the 128 x 128 tiles read 76.1-79.7%, which is NARROW_TILE_UNALIGNED_SPEED per operand whose rows are off (one
-# shape, so a rough figure). That they ask for twice the boxes of A per FLOP is a likely reason, not a profiled one.
+# Rung 11's narrowest tiles, 128 x 64 (cuBLAS's tile at 1024^3), for products so small that even the 128 x 128
+# tiles fill at most about half a wave. Their speed per FLOP is about half the big tiles', and rows off 128-byte
+# boundaries cost them more than the small tiles.
 NARROW_TILES = (128, 64)
-NARROW_TILE_STAGES = 8
-NARROW_TILE_SPEED = 0.55
-NARROW_TILE_UNALIGNED_SPEED = 0.68
+NARROW_TILE_STAGES = fitted("NARROW_TILE_STAGES")
+NARROW_TILE_SPEED = fitted("NARROW_TILE_SPEED")
+NARROW_TILE_UNALIGNED_SPEED = fitted("NARROW_TILE_UNALIGNED_SPEED")
 # Tiles of 64 rows, one consumer warpgroup issuing m64 products (rung 11's consumers=1), no clusters. Where M is
-# small, or the product has too few 128-row tiles to fill the SMs, they make more CTAs and waste fewer rows of A. They
-# are weighed by time, not by the busy fraction: the time of a tile shape is its waves (ceil(tiles / CTAs)) times the
-# K-iterations of 64 times ROW64_ITER_NS, what one k-iteration of that tile took on the H200, the median over the
-# shapes of results/tuning/2026-12-02/vendor_probe/vendor_probe_20261202T212448.json of its time over its
-# waves and K-iterations (tests/test_plan_row64.py recomputes them from that file). The whole 128 x 256 tiles'
-# figure is rung 11's at 4096^3 in the same file (512 tiles, 4 waves of 64 k-iterations). A 64-row tile replaces
-# the plan's rung 11 choice where its time is ROW64_MARGIN below the whole or 128 x 128 tiles' time; against the
-# narrow 128 x 64 tiles, which the file did not time, the whole tiles' time over the narrow tiles' predicted gain on
-# them (their busy fraction over the whole tiles', as the plan weighs them). In the file, 64 x 64 tiles read 98-103%
-# of the faster vendor library at 256^3, 384^3 and 512^3, where the plan's narrow tiles read 89-94% in a later run. Rung 12 is
-# credited with its split only where each CTA gets ROW64_MIN_SHARE k-iterations or more: below that, in the same
-# file, rung 12 read 14-62% of the faster vendor library at every such shape (16-128 x 4096 x 4096, 16 x 11008 x 4096,
-# 64 x 28672 x 8192, 512 x 512 x 16384, 256 x 256 x 65536), where its fix-up is not paid for by long pieces (a
-# hypothesis: no profile of those launches was taken). Rows off 128-byte boundaries are charged
-# ROW64_UNALIGNED_SPEED per operand: in the same file, the median over the 64-row and 128 x 128 tiles of how much of
-# their speed per k-iteration they kept at 1000^3 (both operands off) against 1024^3, per operand (the square root
-# of the ratio; tests/test_plan_row64.py recomputes it). The narrow tiles' charge, which the plan used here before,
-# is harsher than these tiles measured: at 96 x 5000 x 3000 it kept rung 12 on 128 x 256 tiles, which read 44% of
-# the faster vendor library, where 64 x 128 tiles read 61% (results/tuning/2026-12-03/split_apart). Three pairs of
-# shapes timed later, each off both boundaries beside its aligned twin (results/tuning/2026-12-03/misaligned), gave
-# 0.88; at the eleven of them gemm() could run then, the plan's pick read 0-9 points below the fastest smaller tile.
+# small, or the product has too few 128-row tiles to fill the SMs, they make more CTAs and waste fewer rows of A.
+# They are weighed by time, not by the busy fraction: a tile shape's time is its waves (ceil(tiles / CTAs)) times
+# the K-iterations of 64 times ROW64_ITER_NS, what one k-iteration of that tile took on the H200. A 64-row tile
+# replaces the plan's rung 11 choice where its time is ROW64_MARGIN below the whole or 128 x 128 tiles' time;
+# against the narrow tiles, which have no k-iteration figure, the whole tiles' time over the narrow tiles'
+# predicted gain on them (as the plan weighs them). Rung 12 is credited with its split only where each CTA gets
+# ROW64_MIN_SHARE k-iterations or more: below that its fix-up is not paid for by long pieces. Rows off 128-byte
+# boundaries are charged ROW64_UNALIGNED_SPEED per operand.
 ROW64_TILES = ((64, 64, 8), (64, 128, 8), (64, 256, 5))     # (bm, bn, stages)
-ROW64_ITER_NS = {(64, 64): 280, (64, 128): 358, (64, 256): 556, (128, 128): 464, (128, 256): 822}
-ROW64_UNALIGNED_SPEED = 0.855
+ROW64_ITER_NS = fitted("ROW64_ITER_NS")
+ROW64_UNALIGNED_SPEED = fitted("ROW64_UNALIGNED_SPEED")
 # Rung 11's 128 x 192 tiles (two consumers, 4 stages, no clusters: three 64-column panels of B do not split over two
 # CTAs), weighed like the 64-row tiles, by time. Where a product's 128 x 256 tiles fill one wave part-way, they make a
 # third more tiles, each three quarters of the work: at 1536^3, 96 tiles on 132 SMs against 72. cuBLASLt's kernel
 # there computes 128 tiles of 96 rows by 192 columns (results/profiles, chapter 13); the course's consumers compute
 # whole products of 64 rows. They are weighed only where they fit in one wave, one tile per CTA; past one wave the
-# plan keeps the choices its probes and sweeps measured (the 128 x 128 tiles, rung 12's stream-K). Their k-iteration cost is the median over the ten
-# one-wave shapes of results/tuning/2026-12-03/wide_tiles/vendor_probe_20261203T131546.json (three rounds): at the nine
-# where the plan takes them they read 85-101% of the faster vendor library, where the 128 x 256 tiles it ran there
-# before read 69-87%; at 1536 x 768 x 3072 (48 tiles) they read 58% and the plan leaves them.
+# plan keeps the choices its probes and sweeps measured (the 128 x 128 tiles, rung 12's stream-K).
 WIDE_TILES = ((128, 192, 4, 2),)                        # (bm, bn, stages, consumers)
-ROW64_ITER_NS[128, 192] = 637
-ROW64_MARGIN = 0.10
-ROW64_MIN_SHARE = 64
+ROW64_MARGIN = fitted("ROW64_MARGIN")
+ROW64_MIN_SHARE = fitted("ROW64_MIN_SHARE")
 # Rung 12 on the smaller tiles with every tile divided by K (sk_waves=0, no clusters), for products whose tiles are
 # far fewer than the SMs and whose K is long. Its time in the model is the k-iterations of the busiest CTA times
-# ROW64_ITER_NS plus SPLIT_FIXUP_NS for each piece a tile is cut into (the owner waits for and adds them): in the
-# same file, the median over the shapes with fewer such tiles than SMs of (time - k-iterations x ROW64_ITER_NS) /
-# pieces (tests/test_plan_row64.py recomputes them). It is weighed only where each tile is cut into SPLIT_MIN_PIECES
-# or more: with two or three pieces (1024 x 1024 x 32768, 256 and 512 x 4096 x 4096 on 128 x 128 tiles) rung 12
-# read 52-71% of the faster vendor library, below what the plan ran there, which this model does not predict.
+# ROW64_ITER_NS plus SPLIT_FIXUP_NS for each piece a tile is cut into (the owner waits for and adds them). It is
+# weighed only where each tile is cut into SPLIT_MIN_PIECES or more: with fewer it measured slower than the model
+# predicts.
 SPLIT_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (128, 128, 6, 2))      # (bm, bn, stages, consumers)
-SPLIT_FIXUP_NS = {(64, 64): 2461, (64, 128): 3434, (128, 128): 3734}
-SPLIT_MIN_PIECES = 4
+SPLIT_FIXUP_NS = fitted("SPLIT_FIXUP_NS")
+SPLIT_MIN_PIECES = fitted("SPLIT_MIN_PIECES")
 RUNG11_SPLIT_SUPER = (8, 2)          # the probe's super tile for these launches
 # Rung 12 split-K apart (apart=True): the same cut, but every piece goes to a slot of its own and, once its pieces
 # are out, each CTA of a split tile adds its share of the tile's fragments, so no owner adds the pieces one after
 # another. Its time in the model is a straight line in the busiest CTA's k-iterations, APART_NS + k-iterations x
-# APART_ITER_NS per tile shape, fitted by least squares to
-# results/tuning/2026-12-03/split_apart_one_kernel/vendor_probe_20261203T155139.json at the shapes where each tile
-# falls into APART_MIN_PIECES pieces or more (tests/test_plan_row64.py fits them again). The fixed part, 18-22 us, is
-# more than the k-iterations take at most of those shapes, and more than the vendor's whole call at some: where it
-# goes (the launch, the ring's first fill from DRAM, the waits for the pieces' flags, the adding) is not profiled
-# apart. Its k-iterations cost less than ROW64_ITER_NS on the 64-row tiles: their pieces are short and the fixed
-# part absorbs their start. It is weighed from two pieces a tile, not SPLIT_MIN_PIECES: at 128 x 8192 x 28672,
-# two pieces of each 128 x 128 tile read 108% of the faster vendor library in that probe, where the plan's stream-K
-# launch read 83%.
+# APART_ITER_NS per tile shape, weighed from APART_MIN_PIECES pieces a tile (fewer than SPLIT_MIN_PIECES: no owner
+# adds them in turn).
 APART_TILES = ((64, 64, 8, 1), (64, 128, 8, 1), (64, 256, 5, 1), (128, 128, 6, 2), (128, 256, 4, 2))
-APART_NS = {(64, 64): 17631, (64, 128): 18361, (64, 256): 18241, (128, 128): 19109, (128, 256): 22367}
-APART_ITER_NS = {(64, 64): 162, (64, 128): 240, (64, 256): 620, (128, 128): 432, (128, 256): 813}
-APART_MIN_PIECES = 2
+APART_NS = fitted("APART_NS")
+APART_ITER_NS = fitted("APART_ITER_NS")
+APART_MIN_PIECES = fitted("APART_MIN_PIECES")
 # Where the plan's choice is rung 12's stream-K and its tiles make less than one wave, stream-K also cuts every tile
 # by K, but its ranges straddle tiles: the owners add the pieces one after another, and tiles that share rows of A
-# read them at different times (at 1024 x 1024 x 32768 its profile read about three times the DRAM bytes cuBLASLt's
-# kernel read; chapter 13). At both shapes of the probe above where the plan ran stream-K in one wave, split apart
-# read 18-25 points more of the faster vendor library (1024 x 1024 x 32768: 92% on 128 x 256 tiles against 74%;
-# 128 x 8192 x 28672: 107-108% against 83%), where the model had put it 7% faster and 3% slower. So there split
-# apart is taken unless the model finds it more than APART_OVER_STREAMK slower.
-APART_OVER_STREAMK = 0.05
+# read them at different times. So there split apart is taken unless the model finds it more than
+# APART_OVER_STREAMK slower.
+APART_OVER_STREAMK = fitted("APART_OVER_STREAMK")
 # What the model plans: its walk visits every tile of C, so its time and memory grow with M x N (2^35 elements,
 # 64 GiB of fp16, take it two to three seconds and half a GB; 10^6 x 10^6 took a minute and 10 GB, 10^9 x 10^9 ran
 # out of memory). Past these bounds it refuses, with the bound in the message.

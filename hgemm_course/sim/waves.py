@@ -42,26 +42,24 @@ from dataclasses import dataclass
 
 import numpy as np
 from .cache import cached_njit
+from ..library.plan_constants import value as fitted
 
 MODES = ("dp", "streamk", "hybrid")
 # Rung 11's launch (ladder/r11_persistent.py): 128x256x64 tiles, clusters of 2 CTAs along M, one cluster per
 # pair of the H200's 132 SMs. tests/test_sim_waves.py checks them against the launcher.
 TILE_M, TILE_N, TILE_K, CLUSTER_M, UNITS = 128, 256, 64, 2, 66
 FIXUP_ITERS = 3.0
-# A gain in busy fraction below DP_MARGIN (relative) is within the model's error. Checked on the H200 on twelve
-# shapes the sweep does not name, where the model predicts rung 12 gains 1.1-2.0% (rung 11 and 12 timed in pairs
-# with cuBLAS, results/bench_nvidia-h200_20261201T153405_344a50.json): rung 12 led by 0.2-2.5 points on eight
-# and trailed by 1.4-2.8 on four, two of them at K = 1024.
-DP_MARGIN = 0.02
+# A gain in busy fraction below DP_MARGIN (relative) is within the model's error, as timed on the H200
+# (plan_constants.toml holds the runs of this and of the two costs below).
+DP_MARGIN = fitted("DP_MARGIN")
 # Rung 12's split, chosen here so that its launcher and gemm()'s plan (hgemm_course.library.plan) ask one model: the whole
 # waves it may divide besides the last, part-empty one, and the model's two costs, fitted to rung 11 and rung 12's
-# sk_waves variants timed on the H200 at six shapes (research/fit_streamk_model.py on
-# results/probes/streamk_probe/streamk_probe_nvidia-h200_20261201.json): a fix-up costs 3 K-iterations, and a stream-K
-# iteration 1.2 data-parallel ones (its clusters sit at scattered K offsets, so they share less of what they load in L2
-# than clusters walking neighbouring tiles in step).
+# sk_waves variants timed on the H200 (research/fit_streamk_model.py): a fix-up's cost in K-iterations, and a
+# stream-K iteration's in data-parallel ones (its clusters sit at scattered K offsets, so they may share less of
+# what they load in L2 than clusters walking neighbouring tiles in step: a hypothesis, no L2 counters were taken).
 SK_WAVES_TRIED = (0, 1, 2)
-FITTED_FIXUP_ITERS = 3.0
-FITTED_SK_ITER_COST = 1.2
+FITTED_FIXUP_ITERS = fitted("FITTED_FIXUP_ITERS")
+FITTED_SK_ITER_COST = fitted("FITTED_SK_ITER_COST")
 
 
 def _cdiv(a: int, b: int) -> int:
