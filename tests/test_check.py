@@ -41,12 +41,12 @@ def test_resolve_accepts_short_names(given):
 
 
 def test_resolve_names_the_exercises_when_unknown():
-    with pytest.raises(ValueError, match="ex01_naive, ex02_tiling"):
+    with pytest.raises(ValueError, match="ex01_naive, ex02_outer_product, ex02_tiling"):
         resolve("ex99")
 
 
 def test_exercises_have_one_line_descriptions():
-    assert list(EXERCISES) == sorted(EXERCISES)
+    assert [name[:4] for name in EXERCISES] == sorted(name[:4] for name in EXERCISES)   # by chapter, as posed
     assert all(text and "\n" not in text for text in EXERCISES.values())
 
 

@@ -30,6 +30,8 @@ REGENERATE = "run `python -m hgemm_course.check.generate` and commit what it wri
 # docstring, its header or its TODOs (whitespace ignored).
 KEY_EXPRESSIONS = {
     "ex01_naive.py": ["block_idx[1] * block_dim[1] + thread_idx[1]"],
+    "ex02_outer_product.py": ["a_tile[ty + i * THREADS_Y, kk]", "b_tile[kk, tx + j * THREADS_X]",
+                              "acc[i, j] += a_frag[i] * b_frag[j]"],
     "ex02_tiling.py": ["range(tid, tile_rows * per_row, threads)"],
     "ex03_cp_async.cu": ["cp.async.cg.shared.global [%0], [%1], 16, %2;", "cp.async.wait_group %0;",
                          "cp_async_wait_group<STAGES - 2>();"],

@@ -2,7 +2,8 @@
 in a shell.
 
 Two kinds of exercise: a Python function (:data:`EXERCISES`, run in a child process with a time and
-a memory limit that only answers the checker's calls, :mod:`.python_exercise`) and a kernel fragment, a rung's
+a memory limit that only answers the checker's calls, :mod:`.python_exercise`; a Numba CUDA device function, as
+in ex02_outer_product, runs there inside a kernel of the course's) and a kernel fragment, a rung's
 whole ``.cu`` file with regions to write (:data:`KERNEL_EXERCISES`, checked by :mod:`.kernel_check`:
 compiled in a child process for the target it is checked on, the regions run on the CPU through
 :mod:`.host_model` where a model can stand in for the GPU, the kernel run on a GPU in a child process
@@ -30,8 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from . import ex01_naive, ex02_tiling, ex03_cp_async, ex03_wmma, ex04_ldmatrix, ex04_mma_sync, ex05_swizzle
-from . import ex05_swizzle_kernel, ex06_supertile
+from . import ex01_naive, ex02_outer_product, ex02_tiling, ex03_cp_async, ex03_wmma, ex04_ldmatrix, ex04_mma_sync
+from . import ex05_swizzle, ex05_swizzle_kernel, ex06_supertile
 from . import ex07_mbarrier, ex08_occupancy, ex09_wgmma_desc, ex09_wgmma_loop, ex10_producer, ex10_ring_parity
 from . import ex11_persistent, ex11_tile_loop, ex12_streamk, ex13_small_skinny
 from . import confine
@@ -46,12 +47,12 @@ __all__ = ["ALL_EXERCISES", "CheckResult", "EXERCISES", "KERNEL_EXERCISES", "che
 
 _REGISTRY: dict[str, Exercise] = {
     module.EXERCISE.name: module.EXERCISE
-    for module in (ex01_naive, ex02_tiling, ex04_ldmatrix, ex05_swizzle, ex06_supertile, ex08_occupancy,
-                   ex09_wgmma_desc, ex10_ring_parity, ex11_persistent, ex12_streamk, ex13_small_skinny)
+    for module in (ex01_naive, ex02_tiling, ex02_outer_product, ex04_ldmatrix, ex05_swizzle, ex06_supertile,
+                   ex08_occupancy, ex09_wgmma_desc, ex10_ring_parity, ex11_persistent, ex12_streamk, ex13_small_skinny)
 }
 
 EXERCISES: dict[str, str] = {name: ex.description for name, ex in _REGISTRY.items()}
-"""Exercise name -> one-line description, in course order (``hgemm-course check --list``)."""
+"""Exercise name -> one-line description, in course order: by chapter, and a chapter's in the order it poses them."""
 
 _KERNEL_REGISTRY: dict[str, KernelExercise] = {
     module.EXERCISE.name: module.EXERCISE
@@ -67,9 +68,9 @@ ALL_EXERCISES: dict[str, str] = dict(sorted({**EXERCISES, **KERNEL_EXERCISES}.it
 
 def resolve(exercise: str) -> str:
     """The full name of an exercise given as ``ex05_swizzle``, ``ex05``, ``05``, ``5`` or ``swizzle``.
-    A chapter has a Python exercise and may have a kernel exercise too: its number alone means the
-    Python one (``05`` is ``ex05_swizzle``); the kernel one goes by its full name or its name after the
-    number (``ex05_swizzle_kernel``, ``swizzle_kernel``)."""
+    A chapter has a Python exercise (or two) and may have a kernel exercise too: its number alone means its
+    first Python one (``05`` is ``ex05_swizzle``, ``02`` is ``ex02_tiling``); the others go by their full name or
+    their name after the number (``ex05_swizzle_kernel``, ``outer_product``)."""
     text = str(exercise).strip().lower().removesuffix(".py").removesuffix(".cu")
     if text in ALL_EXERCISES:
         return text
@@ -137,6 +138,10 @@ def check(exercise: str, func_or_path: Callable | str | Path | None = None, *, d
     spec = _REGISTRY[name]
     timeout = checked_timeout(timeout, TIMEOUT_S)
     draw_to = _figure_path(name, figure_dir) if draw and spec.draw is not None else None
+    if callable(func_or_path) and spec.runner is not None:
+        return CheckResult(name, False, f"{name} runs your {spec.function} inside a kernel the checker builds, in a "
+                           f"fresh process: pass the path of your .py file (or nothing, for exercises/{name}.py), "
+                           "not the function.")
     if callable(func_or_path):
         return run_in_child(spec, func=func_or_path, draw_to=draw_to, timeout=timeout)
     try:

@@ -14,8 +14,9 @@ from .feedback import Stopped
 TIMEOUT_RANGE_S = (1, 3600)   # the time limits a check accepts
 
 
-def prepare(draw: bool) -> None:
-    """Import every module a checker and its picture use, before any learner code runs: the references
+def prepare(draw: bool, imports: tuple[str, ...] = ()) -> None:
+    """Import every module a checker and its picture use (and ``imports``, what one checker imports besides),
+    before any learner code runs: the references
     the verdict is computed from are then the ones installed when the check started (a learner file that
     rewrites them is caught by :mod:`.watch`, and fails the check), and their Numba caches are sealed: this
     process loads no cache file learner code could have written (:func:`hgemm_course.sim.cache.seal`)."""
@@ -30,6 +31,8 @@ def prepare(draw: bool) -> None:
         importlib.import_module(f"hgemm_course.sim.{module.name}")
     cache.seal()
     ladder.registry()
+    for name in imports:
+        importlib.import_module(name)
     if draw:
         import io
 

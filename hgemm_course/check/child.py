@@ -7,6 +7,8 @@ it as data.
 from __future__ import annotations
 
 import faulthandler
+import functools
+import importlib
 import json
 import linecache
 import os
@@ -117,6 +119,7 @@ def _child_main(plain: dict, func: Callable | None) -> None:
 
 
 def _serve(conn: _Answers, plain: dict, func: Callable | None, source: Path | None, exit_process) -> None:
+    runner = _runner(plain.get("runner"))    # before the learner's file: it may set up what the file imports
     if func is None:
         conn.send({"importing": True})
         sys.path.append(str(source.parent))   # after the standard library and site-packages: shadows nothing
@@ -132,6 +135,8 @@ def _serve(conn: _Answers, plain: dict, func: Callable | None, source: Path | No
             exit_process(0)
     else:
         namespace, main = getattr(func, "__globals__", {}), func
+    if runner is not None:
+        main = functools.partial(runner, main)
     conn.send({"ready": True})
     while True:
         request = conn.receive()
@@ -147,6 +152,15 @@ def _serve(conn: _Answers, plain: dict, func: Callable | None, source: Path | No
             conn.send(_invoke(name, target, decode(request["args"]), source))
         else:                         # "calls": in order, up to the first that raises or a frame's worth
             conn.send_values(name, target, request["args"], source)
+
+
+def _runner(spec: str | None) -> Callable | None:
+    """The course's function ``"module:function"`` (:attr:`.feedback.Exercise.runner`) that runs the learner's
+    function inside what the course builds around it, None when the exercise calls it directly."""
+    if spec is None:
+        return None
+    module, function = spec.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _invoke(name: str, func: Callable, kwargs: dict, source: Path | None) -> dict:

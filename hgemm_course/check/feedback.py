@@ -166,6 +166,11 @@ class Learner:
     def __call__(self, **kwargs: Any) -> Any:
         return self._ask.call(self.name, kwargs)
 
+    @property
+    def timeout(self) -> float | None:
+        """The check's time limit in seconds (None where unknown), for a checker that starts a process of its own."""
+        return getattr(self._ask, "timeout", None)
+
     def plan(self, calls: list[dict[str, Any]]) -> None:
         """Say which calls come next, in order (each a dict of arguments): the child then runs them many at a
         time, not one per message. A call that is not the next planned one is made on its own; the verdict
@@ -282,6 +287,12 @@ class Exercise:
     ``verify(learner)`` returns the success message or raises :class:`Failure`;
     ``draw(learner, path)`` (optional) saves the learner's map next to the reference. Both run in the
     caller's process, and import nothing that :func:`.child.prepare` has not imported before the child started.
+    ``runner`` (optional), ``"module:function"`` of the course, is for a function that runs only inside what the
+    course builds around it (a Numba CUDA device function, inside a kernel): the child imports that module before
+    the learner's file and answers each call with ``function(learners_function, **arguments)``, plain data; such
+    an exercise is checked from a file only, in a fresh interpreter.
+    ``imports``: modules of the course that ``verify`` imports besides the references, imported by
+    :func:`.caller.prepare` before any learner code runs.
     """
 
     name: str
@@ -289,6 +300,8 @@ class Exercise:
     description: str
     verify: Callable[[Learner], str]
     draw: Callable[[Learner, Path], Path] | None = field(default=None)
+    runner: str | None = None
+    imports: tuple[str, ...] = ()
 
 
 def with_extra(learner: Learner, passed: str, name: str, verify: Callable[[Learner], int], what: str) -> str:

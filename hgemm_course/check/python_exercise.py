@@ -59,7 +59,7 @@ def run_in_child(exercise: Exercise, *, source: Path | None = None, func: Callab
     within ``timeout`` seconds and :data:`~.feedback.MEMORY_LIMIT_GIB` GiB; the picture, when asked for, is
     saved as ``draw_to`` (never through a symbolic link)."""
     timeout = checked_timeout(timeout, TIMEOUT_S)
-    prepare(draw_to is not None and exercise.draw is not None)
+    prepare(draw_to is not None and exercise.draw is not None, exercise.imports)
     writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True   # so the check itself changes no file
     before = watch.snapshot()
     box = None
@@ -98,7 +98,7 @@ def _start(exercise: Exercise, source: Path | None, func: Callable | None, workd
     """The child, under a supervisor, in the folder ``workdir``."""
     limits = sandbox.Limits(cpu_s=math.ceil(timeout) + 10)
     plain = {"exercise": exercise.name, "function": exercise.function, "source": str(source) if source else None,
-             "request_fd": fds[0], "answer_fd": fds[1]}
+             "runner": exercise.runner, "request_fd": fds[0], "answer_fd": fds[1]}
     writable = watch.own_folders(source)
     if func is not None:
         return sandbox.Box(target=lambda: forked_main(plain, func), cwd=workdir, limits=limits, keep_fds=fds,
