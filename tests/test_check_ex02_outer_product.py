@@ -52,6 +52,21 @@ def test_on_the_gpu_the_compiled_solution_runs_and_every_threads_acc_is_right():
     assert ": every thread's acc right" in result.message and "not run on a GPU" not in result.message
 
 
+def test_the_solution_passes_under_a_large_stack_limit():
+    """The simulator's 256 threads each get a small stack of their own, not the shell's (64 MiB here), which would
+    overrun the check's memory limit ("can't start new thread")."""
+    import resource
+
+    script = (f"import resource; resource.setrlimit(resource.RLIMIT_STACK, ({64 << 20}, {64 << 20}))\n"
+              "from hgemm_course.check import check\n"
+              f"print(check({NAME!r}, {str(ROOT / 'solutions' / (NAME + '.py'))!r}).verdict)")
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if hard != resource.RLIM_INFINITY and hard < 64 << 20:
+        pytest.skip("the stack's hard limit here is below 64 MiB")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.stdout.strip().splitlines()[-1] == "PASS", run.stdout + run.stderr
+
+
 def test_the_solution_is_rung_02s_own_loop():
     """The exercise asks for the block of k02_tiled.py after ``# ---- outer products from shared memory``, word for word."""
     kernel = (ROOT / "hgemm_course" / "library" / "ladder" / "k02_tiled.py").read_text()

@@ -26,10 +26,15 @@ import math
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 
+SIM_THREAD_STACK_BYTES = 2 << 20  # the simulator runs each CUDA thread as a Python thread: 256 of them at the
+                                  # stack size the shell's limit gives (64 MiB or unlimited on some machines) overrun
+                                  # the check's memory limit, so each gets 2 MiB
 if __name__ != "__main__":        # the check's child: the simulator, before the learner's file imports numba
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    threading.stack_size(SIM_THREAD_STACK_BYTES)
 
 from numba import cuda, float32   # noqa: E402  (a kernel's ``cuda`` is a global: the simulator swaps it)
 
