@@ -26,7 +26,8 @@ from hgemm_course.library.ladder.k02_tiled import BK, THREADS_X, THREADS_Y, TM, 
 
 @cuda.jit(device=True)
 def outer_products(a_tile, b_tile, acc, a_frag, b_frag, ty, tx):
-    """Add one k-slice's outer products into the acc of thread (ty, tx) (``cuda.threadIdx.y``, ``.x``).
+    """Add one k-slice's outer products into the acc of thread (ty, tx) (in rung 02, ``cuda.threadIdx.y`` and ``.x``;
+    use ty and tx: the checker's simulator runs each thread on its own).
 
     a_tile (BM, BK) and b_tile (BK, BN): the slice in shared memory, float32, read by the whole block.
     acc (TM, TN): this thread's block of C, float32 registers, holding the sum of the k-slices before this one.

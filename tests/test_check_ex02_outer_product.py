@@ -67,6 +67,33 @@ def test_the_solution_passes_under_a_large_stack_limit():
     assert run.stdout.strip().splitlines()[-1] == "PASS", run.stdout + run.stderr
 
 
+def test_the_simulator_runs_one_thread_at_a_time():
+    """256 simulated threads at once overran what a check's process could start on the H200's machine: the check's
+    kernel run and its trace each run one thread beside the caller's at a time."""
+    script = f"""
+import threading, importlib.util
+live, most = [0], [0]
+start, bootstrap = threading.Thread.start, threading.Thread._bootstrap_inner
+def counted(self):
+    live[0] += 1; most[0] = max(most[0], live[0])
+    try:
+        bootstrap(self)
+    finally:
+        live[0] -= 1
+threading.Thread._bootstrap_inner = counted
+from hgemm_course.check import outer_product_run as run
+spec = importlib.util.spec_from_file_location("answer", {str(ROOT / 'solutions' / (NAME + '.py'))!r})
+answer = importlib.util.module_from_spec(spec); spec.loader.exec_module(answer)
+acc = run.run(answer.outer_products, run="kernel", seed=0)
+run.run(answer.outer_products, run="trace", seed=0, ty=3, tx=5)
+print(most[0], acc.shape)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    most, shape = done.stdout.split(maxsplit=1)
+    assert int(most) <= 2 and shape.strip() == "(16, 16, 4, 4)", done.stdout
+
+
 def test_the_solution_is_rung_02s_own_loop():
     """The exercise asks for the block of k02_tiled.py after ``# ---- outer products from shared memory``, word for word."""
     kernel = (ROOT / "hgemm_course" / "library" / "ladder" / "k02_tiled.py").read_text()

@@ -7,9 +7,10 @@ The kernel is one block of THREADS_Y x THREADS_X threads. They copy the seed's a
 sum of the k-slices before) and a_frag and b_frag to NaN (registers not loaded yet), calls the learner's function, and
 writes acc out. Three runs, each a call from the caller:
 
-- ``run="kernel"`` (:func:`run`, in the check's child): under the Numba CUDA simulator; every thread's acc.
-- ``run="trace"`` (:func:`run`, in the check's child): the same block under the simulator, the tiles, acc and frags
-  replaced by arrays that record, for thread (ty, tx), each element of its acc as the sum of products it was given,
+- ``run="kernel"`` (:func:`run`, in the check's child): under the Numba CUDA simulator, each thread as a block of
+  its own (:func:`_simulated_kernel`); every thread's acc.
+- ``run="trace"`` (:func:`run`, in the check's child): thread (ty, tx) alone under the simulator, the tiles, acc and
+  frags replaced by arrays that record, each element of its acc as the sum of products it was given,
   each factor named (``a_tile[r, k]``, ``b_tile[k, c]``, acc's starting value, a frag element never loaded), and which
   tile elements it wrote. None where the learner's code does what a recorded value cannot (a cast, a comparison).
 - ``python -m hgemm_course.check.outer_product_run REQUEST OUT`` (:func:`main`, a process of its own that the caller
@@ -29,9 +30,9 @@ import sys
 import threading
 from pathlib import Path
 
-SIM_THREAD_STACK_BYTES = 2 << 20  # the simulator runs each CUDA thread as a Python thread: 256 of them at the
-                                  # stack size the shell's limit gives (64 MiB or unlimited on some machines) overrun
-                                  # the check's memory limit, so each gets 2 MiB
+SIM_THREAD_STACK_BYTES = 2 << 20  # the simulator runs each CUDA thread as a Python thread: at the stack size a
+                                  # shell's limit gives (64 MiB or unlimited on some machines) they overrun the check's
+                                  # memory limit, so each gets 2 MiB
 if __name__ != "__main__":        # the check's child: the simulator, before the learner's file imports numba
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     threading.stack_size(SIM_THREAD_STACK_BYTES)
@@ -74,6 +75,32 @@ def _kernel(outer_products):
     return outer_product_kernel
 
 
+def _simulated_kernel(outer_products):
+    """The same work for the simulator, one thread per block: block (tx, ty) is thread (ty, tx), and the tiles are
+    read where they lie. The simulator runs a block's threads as Python threads, all at once; 256 of them overran
+    what a check's process may start on the H200's machine ("can't start new thread"), one at a time does not.
+    Nothing here needs the block's threads together: the tiles are filled before the learner's function runs and
+    each thread writes only its own acc."""
+    @cuda.jit
+    def outer_product_kernel(a, b, acc0, out):
+        tx, ty = cuda.blockIdx.x, cuda.blockIdx.y
+        acc = cuda.local.array((TM, TN), float32)
+        a_frag = cuda.local.array(TM, float32)
+        b_frag = cuda.local.array(TN, float32)
+        for i in range(TM):
+            a_frag[i] = float32(math.nan)
+            for j in range(TN):
+                acc[i, j] = acc0[ty, tx, i, j]
+        for j in range(TN):
+            b_frag[j] = float32(math.nan)
+        outer_products(a, b, acc, a_frag, b_frag, ty, tx)
+        for i in range(TM):
+            for j in range(TN):
+                out[ty, tx, i, j] = acc[i, j]
+
+    return outer_product_kernel
+
+
 def run(outer_products, *, run: str, seed: int, ty: int | None = None, tx: int | None = None):
     """One run of the learner's ``outer_products`` under the simulator (the check's child): ``run="kernel"``, every
     thread's acc, (THREADS_Y, THREADS_X, TM, TN); ``run="trace"``, what thread (``ty``, ``tx``) did (:func:`_trace`)."""
@@ -84,7 +111,7 @@ def run(outer_products, *, run: str, seed: int, ty: int | None = None, tx: int |
         return _trace(outer_products, a, b, acc0, ty, tx)
     out = np.full_like(acc0, np.nan)
     try:
-        _kernel(outer_products)[1, (THREADS_X, THREADS_Y)](a, b, acc0, out)
+        _simulated_kernel(outer_products)[(THREADS_X, THREADS_Y), 1](a, b, acc0, out)
     except NotImplementedError as exc:         # the stub: its hint, without the simulator's thread prefix
         raise NotImplementedError(re.sub(r"^tid=\[[^]]*\] ctaid=\[[^]]*\]:? ?", "", str(exc))) from None
     return out
@@ -200,19 +227,18 @@ def _trace(outer_products, a, b, acc0, ty: int, tx: int) -> dict:
     found: dict = {}
 
     @cuda.jit
-    def traced_kernel(mine):
-        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+    def traced_kernel(mine):             # one thread: the one traced
+        y, x = mine
         writes: list = []
         acc = TracedArray("acc", (TM, TN), "acc")
         arrays = (TracedArray("a_tile", (BM, BK), "a_tile", writes), TracedArray("b_tile", (BK, BN), "b_tile", writes),
                   acc, TracedArray("a_frag", (TM,), "a_frag"), TracedArray("b_frag", (TN,), "b_frag"))
         outer_products(*arrays, y, x)
-        if (y, x) == mine:
-            found["acc"] = [[[list(f) for f in term] for term in acc[i, j].terms] for i in range(TM) for j in range(TN)]
-            found["wrote"] = writes[:16]
+        found["acc"] = [[[list(f) for f in term] for term in acc[i, j].terms] for i in range(TM) for j in range(TN)]
+        found["wrote"] = writes[:16]
 
     try:
-        traced_kernel[1, (THREADS_X, THREADS_Y)]((ty, tx))
+        traced_kernel[1, 1]((ty, tx))
     except Exception as exc:  # what the learner's code does with a traced value that the trace cannot follow
         return {"acc": None, "why": re.sub(r"^tid=\[[^]]*\] ctaid=\[[^]]*\]:? ?", "", f"{type(exc).__name__}: {exc}")}
     flat = found["acc"]
